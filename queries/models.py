@@ -1,0 +1,1 @@
+"""Models arrive with the saved-queries and login-profiles issues."""

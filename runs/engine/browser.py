@@ -1,0 +1,99 @@
+"""One Chromium per process, reused across runs; a fresh context per run."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from collections.abc import Sequence
+
+from playwright.sync_api import Browser as PlaywrightBrowser
+from playwright.sync_api import BrowserContext, Playwright, sync_playwright
+
+log = logging.getLogger(__name__)
+
+# A closed network: no background calls home, no component or sync traffic.
+LAUNCH_ARGS = (
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+VIEWPORT = {"width": 1280, "height": 800}
+
+
+def find_executable(configured: str | None = None) -> str | None:
+    """BROWSER_EXECUTABLE, then Playwright's own install, then the system's Chromium or Chrome."""
+    if configured:
+        return configured
+    try:
+        with sync_playwright() as playwright:
+            bundled = playwright.chromium.executable_path
+        if bundled and os.access(bundled, os.X_OK):
+            return bundled
+    except Exception:  # no driver or no bundled browser: fall through to the system's
+        pass
+    for candidate in ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return None
+
+
+def find_system_executable(configured: str | None = None) -> str | None:
+    """Like find_executable but without starting Playwright's driver (cheap enough for a health check)."""
+    if configured:
+        return configured if os.access(configured, os.X_OK) else None
+    for candidate in ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(candidate)
+        if found:
+            return found
+    return None
+
+
+class Browser:
+    """A Chromium started lazily on first use and restarted if it crashed."""
+
+    def __init__(self, executable: str | None = None, extra_args: Sequence[str] = ()):
+        self._executable = executable
+        self._extra_args = tuple(extra_args)
+        self._playwright: Playwright | None = None
+        self._browser: PlaywrightBrowser | None = None
+
+    def _ensure(self) -> PlaywrightBrowser:
+        if self._browser is not None and self._browser.is_connected():
+            return self._browser
+        if self._playwright is None:
+            self._playwright = sync_playwright().start()
+        executable = find_executable(self._executable)
+        log.info("starting Chromium %s", executable or "(Playwright's own)")
+        self._browser = self._playwright.chromium.launch(
+            executable_path=executable,
+            headless=True,
+            args=[*LAUNCH_ARGS, *self._extra_args],
+        )
+        return self._browser
+
+    def new_context(self, *, storage_state_path: str | None = None) -> BrowserContext:
+        return self._ensure().new_context(
+            storage_state=storage_state_path,
+            viewport=VIEWPORT,
+            service_workers="block",
+            accept_downloads=False,
+        )
+
+    def close(self) -> None:
+        try:
+            if self._browser is not None:
+                self._browser.close()
+        except Exception:  # already gone
+            pass
+        finally:
+            self._browser = None
+            if self._playwright is not None:
+                try:
+                    self._playwright.stop()
+                except Exception:
+                    pass
+                self._playwright = None

@@ -1,0 +1,168 @@
+"""Fetch: load a URL in Chromium and return its Markdown, title, links, final URL and status."""
+
+from __future__ import annotations
+
+import time
+
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from runs.engine.browser import Browser
+from runs.engine.markdown import to_markdown
+from runs.engine.netpolicy import check_public
+from runs.engine.spec import EngineError, FetchResult, FetchSpec, Recorder
+
+# Waits are cut into slices so a cancel or a lost lease is noticed within about this long.
+SLICE_MS = 250
+# After "load", wait until the DOM has been quiet this long (scripts that render after load), at most SETTLE_MAX_MS.
+SETTLE_QUIET_MS = 60
+SETTLE_MAX_MS = 1500
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+
+_SETTLE_JS = """([quiet, max]) => new Promise(resolve => {
+  let timer = setTimeout(done, quiet);
+  const cap = setTimeout(done, max);
+  const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, quiet); });
+  observer.observe(document, {subtree: true, childList: true, characterData: true});
+  function done() { observer.disconnect(); clearTimeout(cap); clearTimeout(timer); resolve(true); }
+})"""
+
+_LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]'), a => a.href)"""
+
+# Chromium's net errors -> our codes.
+_NET_ERRORS = {
+    "ERR_NAME_NOT_RESOLVED": ("dns_error", "The host name could not be resolved."),
+    "ERR_NAME_RESOLUTION_FAILED": ("dns_error", "The host name could not be resolved."),
+    "ERR_CONNECTION_REFUSED": ("connection_refused", "The server refused the connection."),
+    "ERR_CONNECTION_RESET": ("connection_error", "The connection was reset by the server."),
+    "ERR_CONNECTION_CLOSED": ("connection_error", "The server closed the connection without answering."),
+    "ERR_EMPTY_RESPONSE": ("connection_error", "The server closed the connection without answering."),
+    "ERR_ADDRESS_UNREACHABLE": ("connection_error", "The server's address is unreachable."),
+    "ERR_CERT_": ("tls_error", "The server's TLS certificate was not accepted."),
+    "ERR_SSL_": ("tls_error", "The TLS handshake with the server failed."),
+    "ERR_TOO_MANY_REDIRECTS": ("too_many_redirects", "The page redirected too many times."),
+    "ERR_ABORTED": ("not_html", "The URL did not lead to a page (it is probably a download)."),
+    "Download is starting": ("not_html", "The URL is a download, not an HTML page."),
+}
+
+
+def _deadline_left(deadline: float) -> float:
+    return max(0.0, (deadline - time.monotonic()) * 1000)
+
+
+def _timeout_error(spec: FetchSpec, what: str) -> EngineError:
+    return EngineError("timeout", f"The page did not {what} within timeoutMs ({spec.options.timeout_ms} ms).")
+
+
+def _navigation_error(error: PlaywrightError) -> EngineError:
+    text = str(error)
+    for marker, (code, message) in _NET_ERRORS.items():
+        if marker in text:
+            return EngineError(code, message)
+    first_line = text.strip().splitlines()[0] if text.strip() else "unknown error"
+    return EngineError("navigation_error", f"The page could not be loaded: {first_line}")
+
+
+def _wait_sliced(page: Page, recorder: Recorder, deadline: float, spec: FetchSpec, what: str, wait) -> None:
+    """Run `wait(timeout_ms)` in slices, checking for cancellation between them."""
+    while True:
+        recorder.checkpoint()
+        left = _deadline_left(deadline)
+        if left <= 0:
+            raise _timeout_error(spec, what)
+        try:
+            wait(min(SLICE_MS, left))
+            return
+        except PlaywrightTimeout:
+            continue
+
+
+def _observation(status: int, final_url: str, requested: str, title: str, content_type: str) -> str:
+    lines = [f"HTTP {status} {final_url}"]
+    if final_url != requested:
+        lines.append(f"redirected from {requested}")
+    lines.append(f"content-type: {content_type or 'unknown'}")
+    lines.append(f"title: {title}")
+    return "\n".join(lines)
+
+
+def fetch(spec: FetchSpec, recorder: Recorder, browser: Browser) -> FetchResult:
+    """Load spec.url and convert it to Markdown, recording a navigate and a snapshot step.
+
+    Raises EngineError with a stable code for HTTP errors, timeouts, DNS and connection failures and
+    responses that are not HTML.
+    """
+    if not spec.allow_private_networks:
+        check_public(spec.url)
+    deadline = time.monotonic() + spec.options.timeout_ms / 1000
+    context = browser.new_context(storage_state_path=spec.storage_state_path)
+    try:
+        page = context.new_page()
+        started = time.monotonic()
+        try:
+            response = page.goto(spec.url, wait_until="commit", timeout=max(1.0, _deadline_left(deadline)))
+        except PlaywrightTimeout:
+            raise _timeout_error(spec, "answer") from None
+        except PlaywrightError as error:
+            raise _navigation_error(error) from None
+        if response is None:
+            raise EngineError("navigation_error", "The browser got no response for the URL.")
+        try:
+            _wait_sliced(
+                page, recorder, deadline, spec, "finish loading",
+                lambda ms: page.wait_for_load_state("load", timeout=ms),
+            )
+            if spec.options.wait_for:
+                selector = spec.options.wait_for
+                _wait_sliced(
+                    page, recorder, deadline, spec, f"show {selector!r}",
+                    lambda ms: page.wait_for_selector(selector, state="attached", timeout=ms),
+                )
+            settle_ms = min(SETTLE_MAX_MS, _deadline_left(deadline))
+            page.evaluate(_SETTLE_JS, [SETTLE_QUIET_MS, settle_ms])
+            title = page.title()
+            final_url = page.url
+            page_html = page.content()
+            links = page.evaluate(_LINKS_JS)
+            screenshot = (
+                page.screenshot(type="jpeg", quality=70, timeout=max(1.0, _deadline_left(deadline)))
+                if spec.options.screenshots
+                else None
+            )
+        except PlaywrightTimeout:
+            raise _timeout_error(spec, "finish loading") from None
+        except PlaywrightError as error:
+            raise _navigation_error(error) from None
+        status = response.status
+        content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+        recorder.step(
+            action="navigate",
+            url=final_url,
+            observation=_observation(status, final_url, spec.url, title, content_type),
+            screenshot=screenshot,
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+        if status >= 400:
+            raise EngineError("http_error", f"The page answered HTTP {status}.")
+        if content_type and content_type not in HTML_TYPES:
+            raise EngineError("not_html", f"The response is {content_type}, not an HTML page.")
+        converting = time.monotonic()
+        markdown = to_markdown(page_html, main_content=spec.options.main_content, url=final_url)
+        recorder.step(
+            action="snapshot",
+            url=final_url,
+            observation=markdown,
+            screenshot=None,
+            duration_ms=int((time.monotonic() - converting) * 1000),
+        )
+        return FetchResult(
+            url=spec.url,
+            final_url=final_url,
+            status=status,
+            title=title,
+            markdown=markdown,
+            links=list(dict.fromkeys(link for link in links if link.startswith(("http://", "https://")))),
+        )
+    finally:
+        context.close()

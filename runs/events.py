@@ -1,0 +1,47 @@
+"""The one place events are published: an Event row in the caller's transaction (the outbox)."""
+
+from __future__ import annotations
+
+from runs.models import Event, Run, Step
+
+STEP_OBSERVATION_LIMIT = 2000
+
+
+def _publish(run: Run, type_: str, payload: dict) -> Event:
+    return Event.objects.create(run_id=run.pk, type=type_, payload=payload)
+
+
+def event_run_queued(run: Run) -> Event:
+    return _publish(run, Event.Type.RUN_QUEUED, {"kind": run.kind})
+
+
+def event_run_started(run: Run) -> Event:
+    return _publish(run, Event.Type.RUN_STARTED, {"attempt": run.attempts})
+
+
+def event_step(run: Run, step: Step, *, screenshot_url: str | None) -> list[Event]:
+    observation = step.observation
+    truncated = len(observation) > STEP_OBSERVATION_LIMIT
+    events = [
+        _publish(
+            run,
+            Event.Type.STEP,
+            {
+                "index": step.index,
+                "action": step.action,
+                "url": step.url,
+                "observation": observation[:STEP_OBSERVATION_LIMIT],
+                "truncated": truncated,
+            },
+        )
+    ]
+    if screenshot_url:
+        events.append(_publish(run, Event.Type.SCREENSHOT, {"index": step.index, "url": screenshot_url}))
+    return events
+
+
+def event_run_finished(run: Run) -> Event:
+    payload: dict = {"status": run.status}
+    if run.error:
+        payload["error"] = run.error
+    return _publish(run, Event.Type.RUN_FINISHED, payload)

@@ -1,0 +1,134 @@
+"""The django-q2 job: execute_run(run_id) claims the run, drives the engine and records everything."""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import socket
+import time
+from multiprocessing import util as mp_util
+
+from django.conf import settings
+
+from runs import services
+from runs.engine.browser import Browser
+from runs.engine.fetch import fetch
+from runs.engine.spec import EngineError, FetchOptions, FetchSpec, RunAborted
+from runs.models import Run
+
+log = logging.getLogger(__name__)
+
+# How often a running run renews its lease and looks for a cancel (seconds).
+CHECKPOINT_INTERVAL = 1.0
+
+_browser: Browser | None = None
+
+
+def worker_browser() -> Browser:
+    """The Chromium of this worker process, started on first use and closed when the process exits."""
+    global _browser
+    if _browser is None:
+        # Playwright's sync API keeps its own asyncio loop registered as running on this thread, and Django
+        # then refuses ORM calls as "async unsafe". A worker is a plain synchronous process: nothing else
+        # runs on that loop while we block, so the check does not protect anything here.
+        os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        _browser = Browser(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS)
+        atexit.register(_browser.close)
+        # multiprocessing children leave through os._exit, which skips atexit: register there too.
+        mp_util.Finalize(_browser, _browser.close, exitpriority=100)
+    return _browser
+
+
+class RunRecorder:
+    """The engine's Recorder for one attempt of a persisted run."""
+
+    def __init__(self, run: Run):
+        self.run = run
+        self.next_index = 0
+        self._last_checkpoint = time.monotonic()
+
+    def step(self, *, action: str, url: str, observation: str, screenshot: bytes | None, duration_ms: int) -> None:
+        recorded = services.run_record_step(
+            run=self.run,
+            index=self.next_index,
+            action=action,
+            url=url,
+            observation=observation,
+            screenshot=screenshot,
+            duration_ms=duration_ms,
+        )
+        if not recorded:
+            raise RunAborted()
+        self.next_index += 1
+        self._last_checkpoint = time.monotonic()
+
+    def checkpoint(self) -> None:
+        now = time.monotonic()
+        if now - self._last_checkpoint < CHECKPOINT_INTERVAL:
+            return
+        self._last_checkpoint = now
+        if not self.run.renew_lease(lease_seconds=settings.RUN_LEASE_SECONDS):
+            raise RunAborted()
+
+
+def storage_state_path(spec: dict) -> str | None:
+    if spec.get("profile"):
+        return str(settings.DATA_DIR / "profiles" / f"{spec['profile']}.json")
+    return spec.get("storageStatePath")
+
+
+def fetch_spec(spec: dict) -> FetchSpec:
+    options = spec.get("options") or {}
+    return FetchSpec(
+        url=spec["url"],
+        options=FetchOptions(
+            main_content=options.get("mainContent", True),
+            timeout_ms=options.get("timeoutMs", 60_000),
+            screenshots=options.get("screenshots", True),
+            wait_for=options.get("waitFor"),
+        ),
+        storage_state_path=storage_state_path(spec),
+        allow_private_networks=settings.ALLOW_PRIVATE_NETWORKS,
+    )
+
+
+def _execute(run: Run, recorder: RunRecorder) -> dict:
+    if run.kind == Run.Kind.FETCH:
+        return fetch(fetch_spec(run.spec), recorder, worker_browser()).to_dict()
+    raise EngineError(
+        "not_implemented",
+        f"Runs of kind {run.kind} are accepted but cannot execute yet: they need the model providers, "
+        "which are not built yet.",
+    )
+
+
+def execute_run(run_id: str) -> str:
+    """Entry point for django-q2. Safe to call twice for one run: only one claim can succeed."""
+    run = services.run_claim(run_id=run_id, worker=f"{socket.gethostname()}:{os.getpid()}")
+    if run is None:
+        return "skipped"
+    recorder = RunRecorder(run)
+    started = time.monotonic()
+
+    def usage() -> dict:
+        return {"inputTokens": 0, "outputTokens": 0, "browserMs": int((time.monotonic() - started) * 1000)}
+
+    try:
+        result = _execute(run, recorder)
+    except RunAborted:
+        log.info("run %s stopped: cancelled or taken over", run_id)
+        return "aborted"
+    except EngineError as error:
+        services.run_finish(run=run, error={"code": error.code, "message": error.message}, usage=usage())
+        return "failed"
+    except Exception:
+        log.exception("run %s crashed", run_id)
+        services.run_finish(
+            run=run,
+            error={"code": "internal_error", "message": "The run hit an unexpected error; see the worker log."},
+            usage=usage(),
+        )
+        return "failed"
+    services.run_finish(run=run, result=result, usage=usage())
+    return "succeeded"

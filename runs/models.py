@@ -1,0 +1,254 @@
+"""Run, Step, Batch and Event: the persisted record of everything the service did."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class IllegalTransition(Exception):
+    """A run was asked to move to a state it cannot reach from where it is."""
+
+
+class Batch(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "batches"
+
+    def __str__(self) -> str:
+        return str(self.id)
+
+
+class RunQuerySet(models.QuerySet):
+    def filter_by(self, *, kind: str | None = None, status: str | None = None, query: str | None = None,
+                  batch: str | None = None) -> RunQuerySet:
+        runs = self
+        if kind:
+            runs = runs.filter(kind=kind)
+        if status:
+            runs = runs.filter(status=status)
+        if query:
+            runs = runs.filter(query=query)
+        if batch:
+            runs = runs.filter(batch_id=batch)
+        return runs
+
+    def with_step_count(self) -> RunQuerySet:
+        return self.annotate(step_count=models.Count("steps"))
+
+    def lease_expired(self) -> RunQuerySet:
+        return self.filter(status=Run.Status.RUNNING, lease_expires_at__lt=timezone.now())
+
+
+class Run(models.Model):
+    """One job. State machine:
+
+        queued -> running -> succeeded | failed | cancelled
+        queued -> cancelled | failed
+        running -> queued            (lease expired: the worker died; the reaper re-queues it)
+
+    State changes are conditional UPDATEs guarded by the status (and, for a running run, by the attempt
+    number, which works as a fencing token): a worker whose lease was taken over, or whose run was
+    cancelled, cannot overwrite the newer state.
+    """
+
+    class Kind(models.TextChoices):
+        FETCH = "fetch"
+        EXTRACT = "extract"
+        AGENT = "agent"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    FINAL = (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED)
+    TRANSITIONS: dict[str, tuple[str, ...]] = {
+        Status.QUEUED: (Status.RUNNING, Status.CANCELLED, Status.FAILED),
+        Status.RUNNING: (Status.SUCCEEDED, Status.FAILED, Status.CANCELLED, Status.QUEUED),
+        Status.SUCCEEDED: (),
+        Status.FAILED: (),
+        Status.CANCELLED: (),
+    }
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    spec = models.JSONField()
+    url = models.TextField()
+    query = models.CharField(max_length=64, null=True, blank=True)
+    batch = models.ForeignKey(Batch, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    attempts = models.PositiveIntegerField(default=0)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=128, blank=True, default="")
+    result = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = RunQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["-created_at"]),
+            models.Index(fields=["kind", "-created_at"]),
+            models.Index(fields=["status", "-created_at"]),
+            models.Index(fields=["query", "-created_at"]),
+            models.Index(fields=["status", "lease_expires_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.id} ({self.status})"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in self.FINAL
+
+    def _check(self, target: str) -> None:
+        if target not in self.TRANSITIONS[self.status]:
+            raise IllegalTransition(f"A {self.status} run cannot become {target}.")
+
+    def _apply(self, guard: Q, **changes) -> bool:
+        """Conditional UPDATE; on success mirror the changes on this instance."""
+        updated = Run.objects.filter(Q(pk=self.pk) & guard).update(**changes)
+        if updated:
+            for name, value in changes.items():
+                setattr(self, name, value)
+        return bool(updated)
+
+    def mark_running(self, *, worker: str, lease_seconds: int) -> bool:
+        """Claim a queued run: attempts+1, a lease, the worker's name. False if someone else got it first."""
+        self._check(self.Status.RUNNING)
+        now = timezone.now()
+        return self._apply(
+            Q(status=self.Status.QUEUED, attempts=self.attempts),
+            status=self.Status.RUNNING,
+            attempts=self.attempts + 1,
+            lease_expires_at=now + timedelta(seconds=lease_seconds),
+            worker=worker,
+            started_at=self.started_at or now,
+        )
+
+    def renew_lease(self, *, lease_seconds: int) -> bool:
+        """Extend the lease of this attempt; False when the run was cancelled or taken over."""
+        return self._apply(
+            Q(status=self.Status.RUNNING, attempts=self.attempts),
+            lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds),
+        )
+
+    def finish(self, *, result: dict | None = None, error: dict | None = None, usage: dict | None = None) -> bool:
+        """succeeded (with a result) or failed (with an error); False if this attempt no longer owns the run."""
+        status = self.Status.FAILED if error else self.Status.SUCCEEDED
+        self._check(status)
+        guard = Q(status=self.Status.RUNNING, attempts=self.attempts) if self.status == self.Status.RUNNING else Q(
+            status=self.status
+        )
+        return self._apply(
+            guard,
+            status=status,
+            result=result,
+            error=error,
+            usage=usage if usage is not None else self.usage,
+            lease_expires_at=None,
+            finished_at=timezone.now(),
+        )
+
+    def cancel(self) -> bool:
+        self._check(self.Status.CANCELLED)
+        return self._apply(
+            Q(status__in=[self.Status.QUEUED, self.Status.RUNNING]),
+            status=self.Status.CANCELLED,
+            error={"code": "cancelled", "message": "The run was cancelled."},
+            lease_expires_at=None,
+            finished_at=timezone.now(),
+        )
+
+    def requeue(self) -> bool:
+        """Put a running run whose lease expired back in the queue (the reaper calls this)."""
+        self._check(self.Status.QUEUED)
+        return self._apply(
+            Q(status=self.Status.RUNNING, attempts=self.attempts, lease_expires_at__lt=timezone.now()),
+            status=self.Status.QUEUED,
+            lease_expires_at=None,
+            worker="",
+        )
+
+    def fail_lost(self, *, max_attempts: int) -> bool:
+        """A run whose worker died on its last allowed attempt."""
+        self._check(self.Status.FAILED)
+        return self._apply(
+            Q(status=self.Status.RUNNING, attempts=self.attempts, lease_expires_at__lt=timezone.now()),
+            status=self.Status.FAILED,
+            error={
+                "code": "worker_lost",
+                "message": f"The worker running this run stopped {self.attempts} times "
+                f"(RUN_MAX_ATTEMPTS={max_attempts}); the run was not retried again.",
+            },
+            lease_expires_at=None,
+            finished_at=timezone.now(),
+        )
+
+
+class Step(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    action = models.CharField(max_length=64)
+    url = models.TextField(blank=True, default="")
+    observation = models.TextField(blank=True, default="")
+    screenshot = models.CharField(max_length=255, blank=True, default="")
+    duration_ms = models.PositiveIntegerField(default=0)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="step_unique_index")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} #{self.index} {self.action}"
+
+
+class EventQuerySet(models.QuerySet):
+    def after(self, event_id: int) -> EventQuerySet:
+        return self.filter(id__gt=event_id).order_by("id")
+
+
+class Event(models.Model):
+    """The outbox: every state change of a run writes one row in the same transaction (DESIGN.md section 2)."""
+
+    class Type(models.TextChoices):
+        RUN_QUEUED = "run-queued"
+        RUN_STARTED = "run-started"
+        STEP = "step"
+        SCREENSHOT = "screenshot"
+        RUN_FINISHED = "run-finished"
+
+    id = models.BigAutoField(primary_key=True)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events", db_constraint=False)
+    type = models.CharField(max_length=32, choices=Type.choices)
+    payload = models.JSONField(default=dict)
+    at = models.DateTimeField(default=timezone.now)
+
+    objects = EventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["run", "id"])]
+
+    def __str__(self) -> str:
+        return f"#{self.id} {self.type} {self.run_id}"
+
+    def frame(self) -> dict:
+        return {"type": self.type, "eventId": self.id, "runId": str(self.run_id), **self.payload,
+                "at": self.at.isoformat().replace("+00:00", "Z")}

@@ -1,0 +1,170 @@
+"""Validation of run specs and the JSON shapes of runs (DESIGN.md section 4)."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from rest_framework import serializers
+
+from runs.engine.netpolicy import literal_private_host
+from runs.models import Run, Step
+from runs.services import screenshot_url
+
+NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,64}$")
+URL_MAX_LENGTH = 2048
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["This field is not allowed."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+def validate_target_url(value: str) -> str:
+    if len(value) > URL_MAX_LENGTH:
+        raise serializers.ValidationError(f"The URL is longer than {URL_MAX_LENGTH} characters.")
+    parts = urlsplit(value.strip())
+    if parts.scheme.lower() not in {"http", "https"}:
+        raise serializers.ValidationError("Only http:// and https:// URLs can be fetched.")
+    if not parts.hostname:
+        raise serializers.ValidationError("The URL has no host.")
+    if not settings.ALLOW_PRIVATE_NETWORKS and literal_private_host(parts.hostname):
+        raise serializers.ValidationError(
+            "Private and loopback addresses are refused; set ALLOW_PRIVATE_NETWORKS=true to allow them."
+        )
+    return value.strip()
+
+
+def validate_storage_state_path(value: str) -> str:
+    """DESIGN.md section 6: a regular 0600 file inside the data dir, not a profile, credential or database file."""
+    data_dir = Path(os.path.realpath(settings.DATA_DIR))
+    resolved = Path(os.path.realpath(data_dir / value))
+    if not resolved.is_relative_to(data_dir):
+        raise serializers.ValidationError("storageStatePath must point inside the service's data directory.")
+    forbidden_dirs = [data_dir / "profiles", data_dir / "credentials"]
+    if any(resolved.is_relative_to(folder) for folder in forbidden_dirs) or resolved.name.startswith("db.sqlite3"):
+        raise serializers.ValidationError(
+            "storageStatePath may not point at a profile, a credential or the database; use `profile` for profiles."
+        )
+    try:
+        info = resolved.stat()
+    except FileNotFoundError:
+        raise serializers.ValidationError("storageStatePath does not exist.") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise serializers.ValidationError("storageStatePath is not a regular file.")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise serializers.ValidationError(
+            f"storageStatePath is readable by other users; run `chmod 600 {resolved}` and submit again."
+        )
+    return str(resolved)
+
+
+class OptionsSerializer(StrictSerializer):
+    mainContent = serializers.BooleanField(default=True)
+    render = serializers.ChoiceField(choices=["auto", "browser", "http"], default="auto")
+    timeoutMs = serializers.IntegerField(min_value=1000, default=60_000)
+    maxSteps = serializers.IntegerField(min_value=1, max_value=200, default=25)
+    screenshots = serializers.BooleanField(default=True)
+    waitFor = serializers.CharField(max_length=500, required=False, allow_null=True, allow_blank=False)
+
+    def validate_timeoutMs(self, value: int) -> int:
+        if value > settings.RUN_TIMEOUT_MAX_MS:
+            raise serializers.ValidationError(f"At most {settings.RUN_TIMEOUT_MAX_MS} (RUN_TIMEOUT_MAX_MS).")
+        return value
+
+
+KIND_FIELDS = {
+    "fetch": set(),
+    "extract": {"schema", "instruction"},
+    "agent": {"goal", "cred", "saveProfile"},
+}
+
+
+class RunSpecSerializer(StrictSerializer):
+    kind = serializers.ChoiceField(choices=Run.Kind.choices)
+    url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url])
+    schema = serializers.JSONField(required=False)
+    instruction = serializers.CharField(required=False, max_length=10_000, allow_blank=True)
+    goal = serializers.CharField(required=False, max_length=10_000)
+    cred = serializers.RegexField(NAME_PATTERN, required=False)
+    saveProfile = serializers.RegexField(NAME_PATTERN, required=False)
+    profile = serializers.RegexField(NAME_PATTERN, required=False)
+    storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
+    options = OptionsSerializer(required=False)
+
+    def validate(self, attrs: dict) -> dict:
+        kind = attrs["kind"]
+        errors: dict[str, list[str]] = {}
+        for other_kind, names in KIND_FIELDS.items():
+            if other_kind == kind:
+                continue
+            for name in names - KIND_FIELDS[kind]:
+                if name in attrs:
+                    errors[name] = [f"Only {other_kind} runs take {name}."]
+        if kind == "extract" and not isinstance(attrs.get("schema"), dict):
+            errors["schema"] = ["An extract run needs a JSON schema object."]
+        if kind == "agent" and not attrs.get("goal"):
+            errors["goal"] = ["An agent run needs a goal."]
+        if "profile" in attrs and "storageStatePath" in attrs:
+            errors["profile"] = ["Give either profile or storageStatePath, not both."]
+        elif "profile" in attrs and not (settings.DATA_DIR / "profiles" / f"{attrs['profile']}.json").is_file():
+            errors["profile"] = [f"There is no profile named {attrs['profile']!r}."]
+        if errors:
+            raise serializers.ValidationError(errors)
+        if "options" not in attrs:
+            attrs["options"] = OptionsSerializer(data={}).run_validation({})
+        return attrs
+
+
+class RunSerializer(serializers.ModelSerializer):
+    stepCount = serializers.IntegerField(source="step_count", read_only=True, default=0)
+    createdAt = serializers.DateTimeField(source="created_at")
+    startedAt = serializers.DateTimeField(source="started_at")
+    finishedAt = serializers.DateTimeField(source="finished_at")
+    batch = serializers.UUIDField(source="batch_id", allow_null=True)
+
+    class Meta:
+        model = Run
+        fields = [
+            "id", "kind", "status", "url", "spec", "query", "batch", "attempts", "result", "error", "usage",
+            "stepCount", "createdAt", "startedAt", "finishedAt",
+        ]
+        read_only_fields = fields
+
+
+class StepSerializer(serializers.ModelSerializer):
+    screenshot = serializers.SerializerMethodField()
+    durationMs = serializers.IntegerField(source="duration_ms")
+
+    class Meta:
+        model = Step
+        fields = ["index", "action", "url", "observation", "screenshot", "at", "durationMs"]
+        read_only_fields = fields
+
+    def get_screenshot(self, step: Step) -> str | None:
+        return screenshot_url(step.run_id, step.index) if step.screenshot else None
+
+
+class RunDetailSerializer(RunSerializer):
+    steps = StepSerializer(many=True, read_only=True)
+
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "steps"]
+        read_only_fields = fields
+
+
+class RunFilterSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=Run.Kind.choices, required=False)
+    status = serializers.ChoiceField(choices=Run.Status.choices, required=False)
+    query = serializers.CharField(required=False, max_length=64)
+    batch = serializers.UUIDField(required=False)

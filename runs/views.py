@@ -1,0 +1,80 @@
+"""Thin adapters: validate, call one service, serialize."""
+
+from __future__ import annotations
+
+from django.http import FileResponse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runs import services
+from runs.models import Run
+from runs.serializers import RunDetailSerializer, RunFilterSerializer, RunSerializer, RunSpecSerializer
+from service.errors import ServiceError
+
+
+class NewestFirst(CursorPagination):
+    ordering = "-created_at"
+    page_size = 50
+    page_size_query_param = "limit"
+    max_page_size = 500
+
+
+class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Submit, list, inspect and cancel runs."""
+
+    pagination_class = NewestFirst
+    invalid_code = "invalid_spec"
+
+    def get_queryset(self):
+        runs = Run.objects.with_step_count()
+        if self.action == "retrieve":
+            return runs.prefetch_related("steps")
+        if self.action == "list":
+            filters = RunFilterSerializer(data=self.request.query_params)
+            filters.is_valid(raise_exception=True)
+            runs = runs.filter_by(**{key: str(value) for key, value in filters.validated_data.items()})
+        return runs
+
+    def get_serializer_class(self):
+        return RunDetailSerializer if self.action == "retrieve" else RunSerializer
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("kind", enum=Run.Kind.values),
+            OpenApiParameter("status", enum=Run.Status.values),
+            OpenApiParameter("query", str),
+            OpenApiParameter("batch", str),
+        ]
+    )
+    def list(self, request: Request, *args, **kwargs) -> Response:
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(request=RunSpecSerializer, responses={201: RunSerializer})
+    def create(self, request: Request) -> Response:
+        spec = RunSpecSerializer(data=request.data)
+        spec.is_valid(raise_exception=True)
+        run = services.run_submit(spec=spec.validated_data)
+        run.step_count = 0
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=None, responses={200: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        run = services.run_cancel(run=self.get_object())
+        return Response(RunSerializer(self.get_queryset().get(pk=run.pk)).data)
+
+    @extend_schema(responses={(200, "image/jpeg"): bytes})
+    @action(detail=True, methods=["get"], url_path=r"steps/(?P<index>\d+)/screenshot")
+    def screenshot(self, request: Request, pk: str | None = None, index: str | None = None) -> FileResponse:
+        run = self.get_object()
+        step = run.steps.filter(index=int(index)).first()
+        if step is None or not step.screenshot:
+            raise ServiceError("not_found", "This step has no screenshot.", status_code=404)
+        path = services.screenshot_dir(run.pk) / step.screenshot
+        if not path.is_file():
+            raise ServiceError("not_found", "The screenshot file is missing from the data directory.", status_code=404)
+        return FileResponse(path.open("rb"), content_type="image/jpeg")

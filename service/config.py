@@ -1,0 +1,205 @@
+"""Reading and checking the environment, kept apart from settings.py so it can be tested on its own."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import environ
+
+
+class ConfigError(Exception):
+    """A configuration value that the service cannot start with; the message is one sentence."""
+
+
+@dataclass(frozen=True)
+class Config:
+    host: str
+    port: int
+    data_dir: Path
+    database_url: str | None
+    redis_url: str | None
+    api_key: str | None
+    browser_executable: str | None
+    browser_args: tuple[str, ...]
+    workers: int
+    allow_private_networks: bool
+    searxng_url: str | None
+    model_provider: str | None
+    model_name: str | None
+    run_max_attempts: int
+    run_timeout_max_ms: int
+    run_lease_seconds: int
+    run_reap_interval_seconds: float
+    queue_poll_seconds: float
+    api_max_body_bytes: int
+    secret_key: str
+    debug: bool
+    allowed_hosts: list[str]
+    csrf_trusted_origins: list[str]
+    log_level: str
+
+    @property
+    def job_timeout_seconds(self) -> int:
+        # The engine enforces timeoutMs itself; the queue's hard kill is a backstop above it.
+        return self.run_timeout_max_ms // 1000 + 60
+
+    @property
+    def job_retry_seconds(self) -> int:
+        return self.job_timeout_seconds + 30
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a whole number, got {raw!r}.") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be between {low} and {high}, got {value}.")
+    return value
+
+
+def _float(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {raw!r}.") from None
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be between {low} and {high}, got {value}.")
+    return value
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ConfigError(f"{name} must be true or false, got {raw!r}.")
+
+
+def _optional(env: Mapping[str, str], name: str) -> str | None:
+    value = env.get(name, "").strip()
+    return value or None
+
+
+def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...]) -> str | None:
+    value = _optional(env, name)
+    if value is None:
+        return None
+    scheme = value.split("://", 1)[0].lower() if "://" in value else ""
+    if scheme not in schemes:
+        raise ConfigError(f"{name} must be a URL starting with {' or '.join(s + '://' for s in schemes)}.")
+    if name == "DATABASE_URL":
+        try:
+            environ.Env.db_url_config(value)
+        except Exception:
+            raise ConfigError("DATABASE_URL could not be parsed as a database URL.") from None
+    return value
+
+
+def _data_dir(env: Mapping[str, str]) -> Path:
+    raw = env.get("SERVICE_DATA_DIR") or "./data"
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        path = (Path.cwd() / path).resolve()
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / f".write-probe-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ConfigError(f"SERVICE_DATA_DIR {str(path)!r} is not a writable directory ({error.strerror}).") from None
+    for sub in ("screenshots", "exports", "cache"):
+        (path / sub).mkdir(exist_ok=True)
+    for private in ("profiles", "credentials"):
+        (path / private).mkdir(mode=0o700, exist_ok=True)
+        os.chmod(path / private, 0o700)
+    return path
+
+
+def _secret_key(env: Mapping[str, str], data_dir: Path) -> str:
+    """SECRET_KEY from the environment, else one generated once and kept in the data dir (0600)."""
+    if env.get("SECRET_KEY"):
+        return env["SECRET_KEY"]
+    key_file = data_dir / "secret_key"
+    try:
+        return key_file.read_text().strip()
+    except FileNotFoundError:
+        pass
+    key = secrets.token_urlsafe(50)
+    try:
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return key_file.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key)
+    return key
+
+
+def _browser_args(env: Mapping[str, str]) -> tuple[str, ...]:
+    raw = env.get("BROWSER_ARGS") or ""
+    try:
+        return tuple(shlex.split(raw))
+    except ValueError as error:
+        raise ConfigError(f"BROWSER_ARGS could not be split into arguments ({error}).") from None
+
+
+def read_config(env: Mapping[str, str]) -> Config:
+    host = env.get("SERVICE_HOST") or "127.0.0.1"
+    port = _int(env, "SERVICE_PORT", 3470, 1, 65535)
+    data_dir = _data_dir(env)
+    run_timeout_max_ms = _int(env, "RUN_TIMEOUT_MAX_MS", 300_000, 1_000, 3_600_000)
+    provider = _optional(env, "MODEL_PROVIDER")
+    if provider is not None and provider not in {"openai", "anthropic"}:
+        raise ConfigError(f"MODEL_PROVIDER must be openai or anthropic, got {provider!r}.")
+    allowed = [h.strip() for h in (env.get("ALLOWED_HOSTS") or "").split(",") if h.strip()]
+    if not allowed:
+        allowed = ["localhost", "127.0.0.1", "[::1]", host] if host not in {"0.0.0.0", "::"} else ["*"]
+    browser = _optional(env, "BROWSER_EXECUTABLE")
+    if browser is not None and not os.access(browser, os.X_OK):
+        raise ConfigError(f"BROWSER_EXECUTABLE {browser!r} is not an executable file.")
+    log_level = (env.get("LOG_LEVEL") or "INFO").upper()
+    if log_level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+        raise ConfigError(f"LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}.")
+    origins = [o.strip() for o in (env.get("CSRF_TRUSTED_ORIGINS") or "").split(",") if o.strip()]
+    return Config(
+        host=host,
+        port=port,
+        data_dir=data_dir,
+        database_url=_url(env, "DATABASE_URL", ("postgres", "postgresql", "sqlite")),
+        redis_url=_url(env, "REDIS_URL", ("redis", "rediss", "unix")),
+        api_key=_optional(env, "SERVICE_API_KEY"),
+        browser_executable=browser,
+        browser_args=_browser_args(env),
+        workers=_int(env, "WORKERS", 2, 1, 64),
+        allow_private_networks=_bool(env, "ALLOW_PRIVATE_NETWORKS", False),
+        searxng_url=_url(env, "SEARXNG_URL", ("http", "https")),
+        model_provider=provider,
+        model_name=_optional(env, "MODEL_NAME"),
+        run_max_attempts=_int(env, "RUN_MAX_ATTEMPTS", 3, 1, 20),
+        run_timeout_max_ms=run_timeout_max_ms,
+        run_lease_seconds=_int(env, "RUN_LEASE_SECONDS", 20, 3, 3600),
+        run_reap_interval_seconds=_float(env, "RUN_REAP_INTERVAL_SECONDS", 2.0, 0.1, 600),
+        queue_poll_seconds=_float(env, "QUEUE_POLL_SECONDS", 0.02, 0.005, 10),
+        api_max_body_bytes=_int(env, "API_MAX_BODY_BYTES", 1_048_576, 1024, 1_073_741_824),
+        secret_key=_secret_key(env, data_dir),
+        debug=_bool(env, "DEBUG", False),
+        allowed_hosts=allowed,
+        csrf_trusted_origins=origins,
+        log_level=log_level,
+    )
+

@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandParser
+
+from runs.services import run_reap_expired
+
+MANAGE_PY = Path(settings.BASE_DIR) / "manage.py"
+
+
+class Command(BaseCommand):
+    help = (
+        "Start the service: daphne (API, events, UI) on SERVICE_HOST:SERVICE_PORT, the django-q2 workers and the "
+        "run reaper. Ctrl-C or SIGTERM stops them all."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--no-migrate", action="store_true", help="Do not apply migrations at start.")
+        parser.add_argument(
+            "--grace", type=float, default=30.0, help="Seconds to let workers finish before they are killed."
+        )
+
+    def handle(self, *args, no_migrate: bool, grace: float, **options) -> None:
+        if not no_migrate:
+            call_command("migrate", interactive=False, verbosity=0)
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        host, port = settings.SERVICE_HOST, str(settings.SERVICE_PORT)
+        # Own sessions: a Ctrl-C in the terminal reaches only us, and we stop the children in order.
+        children = {
+            "daphne": subprocess.Popen(
+                [sys.executable, "-m", "daphne", "-b", host, "-p", port, "service.asgi:application"],
+                start_new_session=True,
+            ),
+            "workers": subprocess.Popen([sys.executable, str(MANAGE_PY), "qcluster"], start_new_session=True),
+        }
+        self.stdout.write(
+            self.style.SUCCESS(f"serving on http://{host}:{port} with {settings.WORKERS} worker(s); Ctrl-C stops")
+        )
+        exit_code = 0
+        while not stop.wait(settings.RUN_REAP_INTERVAL_SECONDS):
+            try:
+                run_reap_expired()
+            except Exception as error:  # the database may be briefly unavailable; try again next tick
+                self.stderr.write(f"reaper: {error}")
+            dead = [name for name, child in children.items() if child.poll() is not None]
+            if dead:
+                self.stderr.write(self.style.ERROR(f"{', '.join(dead)} exited; stopping"))
+                exit_code = 1
+                break
+        self._stop(children, grace)
+        if exit_code:
+            sys.exit(exit_code)
+
+    def _stop(self, children: dict[str, subprocess.Popen], grace: float) -> None:
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for name, child in children.items():
+            try:
+                child.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self.stderr.write(f"{name} did not stop within {grace:.0f}s; killing it")
+                os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
+        self.stdout.write("stopped")

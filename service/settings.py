@@ -1,0 +1,188 @@
+"""One settings module, driven by the environment (DESIGN.md section 3).
+
+A bad value stops start-up with one sentence on stderr instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import environ
+
+from service.config import ConfigError, read_config
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+try:
+    CONFIG = read_config(os.environ)
+except ConfigError as error:
+    sys.exit(f"configuration error: {error}")
+
+env = environ.Env()
+
+SECRET_KEY = CONFIG.secret_key
+DEBUG = CONFIG.debug
+ALLOWED_HOSTS = CONFIG.allowed_hosts
+CSRF_TRUSTED_ORIGINS = CONFIG.csrf_trusted_origins
+
+SERVICE_HOST = CONFIG.host
+SERVICE_PORT = CONFIG.port
+DATA_DIR = CONFIG.data_dir
+SERVICE_API_KEY = CONFIG.api_key
+BROWSER_EXECUTABLE = CONFIG.browser_executable
+BROWSER_ARGS = CONFIG.browser_args
+WORKERS = CONFIG.workers
+ALLOW_PRIVATE_NETWORKS = CONFIG.allow_private_networks
+REDIS_URL = CONFIG.redis_url
+SEARXNG_URL = CONFIG.searxng_url
+MODEL_PROVIDER = CONFIG.model_provider
+MODEL_NAME = CONFIG.model_name
+
+RUN_MAX_ATTEMPTS = CONFIG.run_max_attempts
+RUN_TIMEOUT_MAX_MS = CONFIG.run_timeout_max_ms
+RUN_LEASE_SECONDS = CONFIG.run_lease_seconds
+RUN_REAP_INTERVAL_SECONDS = CONFIG.run_reap_interval_seconds
+API_MAX_BODY_BYTES = CONFIG.api_max_body_bytes
+
+INSTALLED_APPS = [
+    "daphne",  # first, so that `runserver` is daphne's
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "drf_spectacular",
+    "django_q",
+    "service",
+    "runs",
+    "queries",
+    "profiles",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "service.urls"
+ASGI_APPLICATION = "service.asgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+if CONFIG.database_url:
+    DATABASES = {"default": env.db_url_config(CONFIG.database_url)}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "db.sqlite3",
+            "OPTIONS": {
+                # IMMEDIATE: a writer takes the lock at BEGIN, so concurrent writers wait on the busy
+                # timeout instead of failing a lock upgrade with "database is locked".
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 30,
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            },
+        }
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Shared by every process of one installation (django-q2 keeps cluster stats here; /api/health reads them).
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(DATA_DIR / "cache"),
+    }
+}
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL]},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# django-q2 with the ORM broker: our Run row owns attempts and leases (runs.services.run_reap_expired);
+# the broker only carries "execute run <id>" messages, and execute_run is idempotent.
+Q_CLUSTER = {
+    "name": "runs",
+    "orm": "default",
+    "workers": WORKERS,
+    "recycle": 500,
+    # A job may run for the longest run timeout plus browser start and recording.
+    "timeout": CONFIG.job_timeout_seconds,
+    "retry": CONFIG.job_retry_seconds,
+    "max_attempts": 1,
+    "ack_failures": True,
+    "save_limit": -1,
+    "poll": CONFIG.queue_poll_seconds,
+    "catch_up": False,
+    "label": "Queue",
+}
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["service.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_PARSER_CLASSES": ["service.parsers.BoundedJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "service.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Web-data service API",
+    "DESCRIPTION": "Fetch, extract and agent runs in a real browser; every run kept with its trace.",
+    "VERSION": "0.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": CONFIG.log_level},
+    "loggers": {"django_q": {"level": "WARNING"}},
+}

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import include, path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework.routers import SimpleRouter
+
+from runs.views import RunViewSet
+from service import views
+from service.errors import api_not_found
+
+router = SimpleRouter(trailing_slash=False)
+router.register("runs", RunViewSet, basename="run")
+
+api = [
+    path("health", views.health, name="health"),
+    path("schema", SpectacularAPIView.as_view(), name="schema"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    *router.urls,
+]
+
+urlpatterns = [
+    path("api/", include(api)),
+    re_path(r"^api/.*$", api_not_found),
+    path("admin/", admin.site.urls),
+    path("", views.home, name="home"),
+]
+
+handler404 = "service.errors.api_not_found"
+handler500 = "service.errors.api_server_error"

@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import connection
+from django.http import HttpRequest, HttpResponse
+from django_q.models import OrmQ
+from django_q.status import Stat
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.decorators import api_view, authentication_classes, permission_classes
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runs.engine.browser import find_system_executable
+from runs.models import Run
+
+
+@extend_schema(
+    responses=inline_serializer(
+        "Health",
+        {
+            "status": serializers.CharField(),
+            "db": serializers.BooleanField(),
+            "queue": serializers.DictField(),
+            "workers": serializers.IntegerField(),
+            "browser": serializers.CharField(allow_null=True),
+        },
+    )
+)
+@api_view(["GET"])
+@authentication_classes([])
+@permission_classes([AllowAny])
+def health(request: Request) -> Response:
+    """Liveness: database, queue depth, workers seen in the last seconds, browser found. No auth."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        db_ok = True
+        queue = {
+            "queued": Run.objects.filter(status=Run.Status.QUEUED).count(),
+            "running": Run.objects.filter(status=Run.Status.RUNNING).count(),
+            "messages": OrmQ.objects.count(),
+        }
+    except Exception:
+        db_ok, queue = False, {}
+    workers = sum(len(stat.workers) for stat in Stat.get_all())
+    browser = find_system_executable(settings.BROWSER_EXECUTABLE)
+    healthy = db_ok and browser is not None
+    body = {"status": "ok" if healthy else "degraded", "db": db_ok, "queue": queue, "workers": workers, "browser": browser}
+    return Response(body, status=200 if db_ok else 503)
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    index = settings.FRONTEND_DIST / "index.html"
+    if index.is_file():
+        return HttpResponse(index.read_bytes(), content_type="text/html")
+    return HttpResponse(
+        "<!doctype html><title>Web-data service</title><h1>Web-data service</h1>"
+        "<p>The API is at <a href='/api/docs'>/api/docs</a> (Bearer key required). "
+        "The playground UI has not been built.</p>",
+        content_type="text/html",
+    )
