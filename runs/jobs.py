@@ -16,6 +16,7 @@ from runs.engine.browser import Browser
 from runs.engine.fetch import fetch
 from runs.engine.spec import EngineError, FetchOptions, FetchSpec, RunAborted
 from runs.models import Run
+from profiles.store import StateFileError, profile_path, resolve_storage_state_path
 
 log = logging.getLogger(__name__)
 
@@ -73,9 +74,18 @@ class RunRecorder:
 
 
 def storage_state_path(spec: dict) -> str | None:
+    """The state file a run starts from; checked again at execution, since files change after submit."""
     if spec.get("profile"):
-        return str(settings.DATA_DIR / "profiles" / f"{spec['profile']}.json")
-    return spec.get("storageStatePath")
+        path = profile_path(settings.DATA_DIR, spec["profile"])
+        if not path.is_file():
+            raise EngineError("unknown_profile", f"The profile {spec['profile']!r} no longer exists.")
+        return str(path)
+    if spec.get("storageStatePath"):
+        try:
+            return str(resolve_storage_state_path(spec["storageStatePath"], settings.DATA_DIR))
+        except StateFileError as error:
+            raise EngineError("invalid_storage_state", str(error)) from None
+    return None
 
 
 def fetch_spec(spec: dict) -> FetchSpec:

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -14,6 +11,7 @@ from rest_framework import serializers
 from runs.engine.netpolicy import literal_private_host
 from runs.models import Run, Step
 from runs.services import screenshot_url
+from profiles.store import StateFileError, profile_path, resolve_storage_state_path
 
 NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,64}$")
 URL_MAX_LENGTH = 2048
@@ -45,28 +43,11 @@ def validate_target_url(value: str) -> str:
     return value.strip()
 
 
-def validate_storage_state_path(value: str) -> str:
-    """DESIGN.md section 6: a regular 0600 file inside the data dir, not a profile, credential or database file."""
-    data_dir = Path(os.path.realpath(settings.DATA_DIR))
-    resolved = Path(os.path.realpath(data_dir / value))
-    if not resolved.is_relative_to(data_dir):
-        raise serializers.ValidationError("storageStatePath must point inside the service's data directory.")
-    forbidden_dirs = [data_dir / "profiles", data_dir / "credentials"]
-    if any(resolved.is_relative_to(folder) for folder in forbidden_dirs) or resolved.name.startswith("db.sqlite3"):
-        raise serializers.ValidationError(
-            "storageStatePath may not point at a profile, a credential or the database; use `profile` for profiles."
-        )
+def validate_storage_state_path(value: str) -> None:
     try:
-        info = resolved.stat()
-    except FileNotFoundError:
-        raise serializers.ValidationError("storageStatePath does not exist.") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise serializers.ValidationError("storageStatePath is not a regular file.")
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise serializers.ValidationError(
-            f"storageStatePath is readable by other users; run `chmod 600 {resolved}` and submit again."
-        )
-    return str(resolved)
+        resolve_storage_state_path(value, settings.DATA_DIR)
+    except StateFileError as error:
+        raise serializers.ValidationError(str(error)) from None
 
 
 class OptionsSerializer(StrictSerializer):
@@ -117,7 +98,7 @@ class RunSpecSerializer(StrictSerializer):
             errors["goal"] = ["An agent run needs a goal."]
         if "profile" in attrs and "storageStatePath" in attrs:
             errors["profile"] = ["Give either profile or storageStatePath, not both."]
-        elif "profile" in attrs and not (settings.DATA_DIR / "profiles" / f"{attrs['profile']}.json").is_file():
+        elif "profile" in attrs and not profile_path(settings.DATA_DIR, attrs["profile"]).is_file():
             errors["profile"] = [f"There is no profile named {attrs['profile']!r}."]
         if errors:
             raise serializers.ValidationError(errors)

@@ -123,7 +123,7 @@ def _data_dir(env: Mapping[str, str]) -> Path:
         probe.unlink()
     except OSError as error:
         raise ConfigError(f"SERVICE_DATA_DIR {str(path)!r} is not a writable directory ({error.strerror}).") from None
-    for sub in ("screenshots", "exports", "cache"):
+    for sub in ("screenshots", "exports", "cache", "static"):
         (path / sub).mkdir(exist_ok=True)
     for private in ("profiles", "credentials"):
         (path / private).mkdir(mode=0o700, exist_ok=True)

@@ -15,17 +15,57 @@ from runs.engine.spec import EngineError, FetchResult, FetchSpec, Recorder
 
 # Waits are cut into slices so a cancel or a lost lease is noticed within about this long.
 SLICE_MS = 250
-# After "load", wait until the DOM has been quiet this long (scripts that render after load), at most SETTLE_MAX_MS.
-SETTLE_QUIET_MS = 60
-SETTLE_MAX_MS = 1500
+# After "load", pages often keep rendering: data requests, short timers. The init script counts pending
+# fetch/XHR calls and timers of at most 1 s; the settle wait ends when none are pending and the DOM has been
+# quiet for SETTLE_QUIET_MS, or after SETTLE_MAX_MS (pages that poll forever).
+SETTLE_QUIET_MS = 50
+SETTLE_MAX_MS = 3000
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
+_TRACK_PENDING_JS = """(() => {
+  const w = window, nativeSetTimeout = w.setTimeout, nativeClearTimeout = w.clearTimeout;
+  const timers = new Set();
+  let requests = 0;
+  w.setTimeout = function (handler, delay, ...args) {
+    if (typeof handler !== 'function' || (typeof delay === 'number' && delay > 1000)) {
+      return nativeSetTimeout.call(this, handler, delay, ...args);
+    }
+    const id = nativeSetTimeout.call(this, function (...a) { timers.delete(id); return handler.apply(this, a); },
+                                     delay, ...args);
+    timers.add(id);
+    return id;
+  };
+  w.clearTimeout = function (id) { timers.delete(id); return nativeClearTimeout.call(this, id); };
+  if (w.fetch) {
+    const nativeFetch = w.fetch;
+    w.fetch = function (...a) { requests++; return nativeFetch.apply(this, a).finally(() => { requests--; }); };
+  }
+  const nativeSend = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.send = function (...a) {
+    requests++;
+    this.addEventListener('loadend', () => { requests--; }, {once: true});
+    return nativeSend.apply(this, a);
+  };
+  Object.defineProperty(w, '__pendingWork', {value: () => requests + timers.size});
+  Object.defineProperty(w, '__nativeSetTimeout', {value: nativeSetTimeout});
+})();"""
+
 _SETTLE_JS = """([quiet, max]) => new Promise(resolve => {
-  let timer = setTimeout(done, quiet);
-  const cap = setTimeout(done, max);
-  const observer = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, quiet); });
+  const later = window.__nativeSetTimeout || setTimeout;
+  const pending = window.__pendingWork || (() => 0);
+  const start = performance.now();
+  let changed = start;
+  const observer = new MutationObserver(() => { changed = performance.now(); });
   observer.observe(document, {subtree: true, childList: true, characterData: true});
-  function done() { observer.disconnect(); clearTimeout(cap); clearTimeout(timer); resolve(true); }
+  (function tick() {
+    const now = performance.now();
+    if (now - start >= max || (pending() === 0 && now - changed >= quiet)) {
+      observer.disconnect();
+      resolve(true);
+    } else {
+      later(tick, 15);
+    }
+  })();
 })"""
 
 _LINKS_JS = """() => Array.from(document.querySelectorAll('a[href]'), a => a.href)"""
@@ -99,6 +139,7 @@ def fetch(spec: FetchSpec, recorder: Recorder, browser: Browser) -> FetchResult:
     context = browser.new_context(storage_state_path=spec.storage_state_path)
     try:
         page = context.new_page()
+        page.add_init_script(_TRACK_PENDING_JS)
         started = time.monotonic()
         try:
             response = page.goto(spec.url, wait_until="commit", timeout=max(1.0, _deadline_left(deadline)))

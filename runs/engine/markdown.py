@@ -22,12 +22,14 @@ def _convert(fragment: str) -> str:
     return _BLANK_LINES.sub("\n\n", markdown).strip() + "\n"
 
 
-def whole_page_markdown(page_html: str) -> str:
-    """The whole body as Markdown, without scripts, styles and other non-content elements."""
+def whole_page_markdown(page_html: str, url: str | None = None) -> str:
+    """The whole body as Markdown, without scripts, styles and other non-content elements; links made absolute."""
     try:
         tree = lxml_html.fromstring(page_html)
     except (ValueError, lxml_html.etree.ParserError):
         return ""
+    if url:
+        tree.make_links_absolute(url, resolve_base_href=True, handle_failures="ignore")
     for element in tree.iter(*_DROPPED_TAGS):
         element.drop_tree()
     body = tree.find("body")
@@ -41,9 +43,9 @@ def main_content_markdown(page_html: str, url: str | None = None) -> str:
         page_html, url=url, output_format="html", include_links=True, include_tables=True, include_images=False
     )
     if not fragment:
-        return whole_page_markdown(page_html)
+        return whole_page_markdown(page_html, url)
     return _convert(fragment)
 
 
 def to_markdown(page_html: str, *, main_content: bool, url: str | None = None) -> str:
-    return main_content_markdown(page_html, url) if main_content else whole_page_markdown(page_html)
+    return main_content_markdown(page_html, url) if main_content else whole_page_markdown(page_html, url)

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.site import TestSite
+
+# Tests drive Playwright's sync API in this process; it leaves an asyncio loop registered on the main thread,
+# which makes Django refuse ORM calls. The worker sets the same variable (runs/jobs.py explains why).
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+# Real saved pages reference third-party hosts; on this closed network each lookup would stall ~5 s.
+TEST_BROWSER_ARGS = ("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",)
+
+
+@pytest.fixture(scope="session")
+def site():
+    with TestSite() as served:
+        yield served
+
+
+@pytest.fixture(autouse=True)
+def data_dir(settings, tmp_path):
+    """Every test gets its own data directory and may reach the loopback test site."""
+    for sub in ("screenshots", "exports", "cache", "static", "profiles", "credentials"):
+        (tmp_path / sub).mkdir()
+    settings.DATA_DIR = tmp_path
+    settings.ALLOW_PRIVATE_NETWORKS = True
+    settings.BROWSER_ARGS = TEST_BROWSER_ARGS
+    return tmp_path
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from runs.engine.browser import Browser
+
+    chromium = Browser(extra_args=TEST_BROWSER_ARGS)
+    yield chromium
+    chromium.close()
+
+
+API_KEY = "test-bootstrap-key"
+
+
+@pytest.fixture
+def api(settings):
+    """An APIClient that authenticates with the bootstrap key."""
+    from rest_framework.test import APIClient
+
+    settings.SERVICE_API_KEY = API_KEY
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {API_KEY}")
+    return client
+
+
+@pytest.fixture
+def anonymous(settings):
+    from rest_framework.test import APIClient
+
+    settings.SERVICE_API_KEY = API_KEY
+    return APIClient()

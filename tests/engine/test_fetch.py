@@ -1,0 +1,137 @@
+"""The fetch engine against a real Chromium and a real local HTTP server; no Django involved."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from runs.engine.fetch import fetch
+from runs.engine.spec import EngineError, FetchOptions, FetchSpec, RunAborted
+from tests.engine.recorder import ListRecorder
+from tests.site import ARTICLE_PARAGRAPHS, long_paragraphs
+
+
+def spec(url: str, **options) -> FetchSpec:
+    return FetchSpec(url=url, options=FetchOptions(**options), allow_private_networks=True)
+
+
+def test_static_page_gives_markdown_title_links_and_two_steps(site, browser):
+    recorder = ListRecorder()
+    result = fetch(spec(site.url("/static")), recorder, browser)
+    assert result.status == 200
+    assert result.title == "Flood at the mill"
+    assert result.final_url == site.url("/static")
+    assert result.markdown.startswith("# Flood at the mill\n")
+    for paragraph in ARTICLE_PARAGRAPHS:
+        assert paragraph in result.markdown
+    assert f"[full report]({site.url('/report')})" in result.markdown
+    assert site.url("/report") in result.links and site.url("/privacy") in result.links
+    assert [s["action"] for s in recorder.steps] == ["navigate", "snapshot"]
+    navigate, snapshot = recorder.steps
+    assert navigate["screenshot"][:3] == b"\xff\xd8\xff"  # a JPEG
+    assert navigate["observation"].startswith(f"HTTP 200 {site.url('/static')}")
+    assert snapshot["observation"] == result.markdown
+
+
+def test_main_content_drops_navigation_and_footer_but_whole_page_keeps_them(site, browser):
+    main = fetch(spec(site.url("/static"), main_content=True), ListRecorder(), browser).markdown
+    whole = fetch(spec(site.url("/static"), main_content=False), ListRecorder(), browser).markdown
+    assert "Privacy" not in main and "Sport" not in main
+    assert "Privacy" in whole and "Sport" in whole
+    assert ARTICLE_PARAGRAPHS[0] in whole
+
+
+def test_javascript_rendered_content_appears(site, browser):
+    result = fetch(spec(site.url("/js"), main_content=False), ListRecorder(), browser)
+    assert "# Rendered headline" in result.markdown
+    assert "This paragraph was written by JavaScript." in result.markdown
+    assert "A late paragraph appended after load." in result.markdown
+
+
+def test_wait_for_selector(site, browser):
+    result = fetch(spec(site.url("/js"), main_content=False, wait_for="#root p"), ListRecorder(), browser)
+    assert "This paragraph was written by JavaScript." in result.markdown
+
+
+def test_redirect_chain_reports_final_url(site, browser):
+    recorder = ListRecorder()
+    result = fetch(spec(site.url("/r/3")), recorder, browser)
+    assert result.url == site.url("/r/3")
+    assert result.final_url == site.url("/static")
+    assert f"redirected from {site.url('/r/3')}" in recorder.steps[0]["observation"]
+
+
+def test_long_page_is_complete(site, browser):
+    result = fetch(spec(site.url("/long")), ListRecorder(), browser)
+    paragraphs = long_paragraphs()
+    assert sum(len(p) for p in paragraphs) > 10_000
+    for paragraph in paragraphs:
+        assert paragraph in result.markdown
+
+
+@pytest.mark.parametrize(("path", "code"), [("/missing", "http_error"), ("/broken", "http_error")])
+def test_http_error_pages_fail_with_http_error_after_recording_navigation(site, browser, path, code):
+    recorder = ListRecorder()
+    with pytest.raises(EngineError) as failure:
+        fetch(spec(site.url(path)), recorder, browser)
+    assert failure.value.code == code
+    assert failure.value.message.startswith("The page answered HTTP ")
+    assert [s["action"] for s in recorder.steps] == ["navigate"]
+
+
+@pytest.mark.parametrize("path", ["/data.json", "/file.pdf"])
+def test_non_html_responses_fail_with_not_html(site, browser, path):
+    with pytest.raises(EngineError) as failure:
+        fetch(spec(site.url(path)), ListRecorder(), browser)
+    assert failure.value.code == "not_html"
+
+
+def test_page_that_never_finishes_loading_times_out_near_timeout_ms(site, browser):
+    started = time.monotonic()
+    with pytest.raises(EngineError) as failure:
+        fetch(spec(site.url("/hang?s=10"), timeout_ms=1500), ListRecorder(), browser)
+    assert failure.value.code == "timeout"
+    assert "1500 ms" in failure.value.message
+    assert time.monotonic() - started < 5
+
+
+def test_dns_failure(browser):
+    with pytest.raises(EngineError) as failure:
+        fetch(spec("http://no-such-host.invalid/"), ListRecorder(), browser)
+    assert failure.value.code == "dns_error"
+
+
+def test_connection_refused(browser):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(EngineError) as failure:
+        fetch(spec(f"http://127.0.0.1:{port}/"), ListRecorder(), browser)
+    assert failure.value.code == "connection_refused"
+
+
+def test_private_addresses_are_refused_unless_allowed(site, browser):
+    refused = FetchSpec(url=site.url("/static"), allow_private_networks=False)
+    with pytest.raises(EngineError) as failure:
+        fetch(refused, ListRecorder(), browser)
+    assert failure.value.code == "blocked_address"
+
+
+def test_cancel_during_a_slow_load_stops_within_a_second(site, browser):
+    recorder = ListRecorder(abort_after=2)
+    started = time.monotonic()
+    with pytest.raises(RunAborted):
+        fetch(spec(site.url("/hang?s=10"), timeout_ms=30_000), recorder, browser)
+    assert time.monotonic() - started < 2
+    assert recorder.steps == []
+
+
+def test_browser_is_reused_and_contexts_do_not_leak(site, browser):
+    fetch(spec(site.url("/static")), ListRecorder(), browser)
+    chromium = browser._ensure()
+    fetch(spec(site.url("/static")), ListRecorder(), browser)
+    assert browser._ensure() is chromium
+    assert chromium.contexts == []

@@ -1,0 +1,144 @@
+"""A local test site served by a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+ARTICLE_PARAGRAPHS = [
+    "The river rose through the night, and by morning the old mill stood in water to its windows.",
+    "Engineers from the county arrived before noon with pumps and sandbags, working in shifts until dusk.",
+    "Residents said the last flood of this size came more than forty years ago, when the dam was still new.",
+]
+
+STATIC_PAGE = f"""<!doctype html>
+<html><head><title>Flood at the mill</title></head>
+<body>
+<nav><a href="/">Home</a> <a href="/news">News</a> <a href="/sport">Sport</a></nav>
+<main><article>
+<h1>Flood at the mill</h1>
+{"".join(f"<p>{p}</p>" for p in ARTICLE_PARAGRAPHS)}
+<p>Read the <a href="/report">full report</a>.</p>
+</article></main>
+<footer>Copyright the test site. <a href="/privacy">Privacy</a></footer>
+</body></html>"""
+
+JS_PAGE = """<!doctype html>
+<html><head><title>Rendered</title></head>
+<body><div id="root"></div>
+<noscript>You need to enable JavaScript to run this app.</noscript>
+<script>
+document.addEventListener('DOMContentLoaded', () => {
+  document.getElementById('root').innerHTML = '<h1>Rendered headline</h1><p>This paragraph was written by JavaScript.</p>';
+  setTimeout(() => {
+    const p = document.createElement('p');
+    p.textContent = 'A late paragraph appended after load.';
+    document.getElementById('root').appendChild(p);
+  }, 200);
+});
+</script></body></html>"""
+
+LONG_WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
+
+
+def long_paragraphs(count: int = 120) -> list[str]:
+    return [
+        f"Paragraph {n} says " + " ".join(LONG_WORDS[(n + k) % len(LONG_WORDS)] for k in range(14)) + "."
+        for n in range(count)
+    ]
+
+
+def long_page() -> str:
+    body = "".join(f"<p>{p}</p>" for p in long_paragraphs())
+    return f"<!doctype html><html><head><title>Long</title></head><body><article><h1>Long</h1>{body}</article></body></html>"
+
+
+def numbered_page(n: int) -> str:
+    return (
+        f"<!doctype html><html><head><title>Page {n}</title></head><body><article><h1>Page {n}</h1>"
+        + "".join(f"<p>Page {n}, paragraph {k}: {' '.join(LONG_WORDS)}.</p>" for k in range(8))
+        + f'<a href="/page/{n + 1}">next</a></article></body></html>'
+    )
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):  # keep test output quiet
+        pass
+
+    def _send(self, status: int, body: str | bytes, content_type: str = "text/html; charset=utf-8", headers=()):
+        data = body.encode() if isinstance(body, str) else body
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        parts = urlsplit(self.path)
+        query = parse_qs(parts.query)
+        path = parts.path
+        if path == "/static":
+            self._send(200, STATIC_PAGE)
+        elif path == "/js":
+            self._send(200, JS_PAGE)
+        elif path == "/long":
+            self._send(200, long_page())
+        elif path == "/slow":
+            time.sleep(int(query.get("ms", ["2000"])[0]) / 1000)
+            self._send(200, STATIC_PAGE)
+        elif path == "/hang":
+            # Headers and half a page, then nothing: the load event never fires.
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", "100000")
+            self.end_headers()
+            self.wfile.write(b"<html><head><title>Hanging</title></head><body><p>Still loading")
+            self.wfile.flush()
+            time.sleep(float(query.get("s", ["20"])[0]))
+        elif path == "/missing":
+            self._send(404, "<html><head><title>Not here</title></head><body><h1>404</h1></body></html>")
+        elif path == "/broken":
+            self._send(500, "<html><head><title>Oops</title></head><body><h1>Server error</h1></body></html>")
+        elif path.startswith("/r/"):
+            hops = int(path.rsplit("/", 1)[1])
+            target = "/static" if hops <= 1 else f"/r/{hops - 1}"
+            self._send(302, "", headers=[("Location", target)])
+        elif path == "/data.json":
+            self._send(200, '{"hello": "world"}', "application/json")
+        elif path == "/file.pdf":
+            self._send(
+                200, b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", "application/pdf",
+                headers=[("Content-Disposition", "attachment; filename=file.pdf")],
+            )
+        elif path.startswith("/page/"):
+            self._send(200, numbered_page(int(path.rsplit("/", 1)[1])))
+        else:
+            self._send(404, "<html><body>unknown</body></html>")
+
+
+class TestSite:
+    def __init__(self):
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def __enter__(self) -> TestSite:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
