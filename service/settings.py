@@ -109,6 +109,8 @@ else:
                 "timeout": 30,
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
+            # A file, not shared-cache memory: tests run workers in threads, and shared cache locks whole tables.
+            "TEST": {"NAME": DATA_DIR / "test-db.sqlite3"},
         }
     }
 
