@@ -11,12 +11,12 @@ from multiprocessing import util as mp_util
 
 from django.conf import settings
 
+from profiles.store import StateFileError, profile_path, resolve_storage_state_path
 from runs import services
 from runs.engine.browser import Browser
 from runs.engine.fetch import fetch
 from runs.engine.spec import EngineError, FetchOptions, FetchSpec, RunAborted
 from runs.models import Run
-from profiles.store import StateFileError, profile_path, resolve_storage_state_path
 
 log = logging.getLogger(__name__)
 

@@ -27,8 +27,9 @@ class Batch(models.Model):
 
 
 class RunQuerySet(models.QuerySet):
-    def filter_by(self, *, kind: str | None = None, status: str | None = None, query: str | None = None,
-                  batch: str | None = None) -> RunQuerySet:
+    def filter_by(
+        self, *, kind: str | None = None, status: str | None = None, query: str | None = None, batch: str | None = None
+    ) -> RunQuerySet:
         runs = self
         if kind:
             runs = runs.filter(kind=kind)
@@ -152,8 +153,10 @@ class Run(models.Model):
         """succeeded (with a result) or failed (with an error); False if this attempt no longer owns the run."""
         status = self.Status.FAILED if error else self.Status.SUCCEEDED
         self._check(status)
-        guard = Q(status=self.Status.RUNNING, attempts=self.attempts) if self.status == self.Status.RUNNING else Q(
-            status=self.status
+        guard = (
+            Q(status=self.Status.RUNNING, attempts=self.attempts)
+            if self.status == self.Status.RUNNING
+            else Q(status=self.status)
         )
         return self._apply(
             guard,
@@ -250,5 +253,10 @@ class Event(models.Model):
         return f"#{self.id} {self.type} {self.run_id}"
 
     def frame(self) -> dict:
-        return {"type": self.type, "eventId": self.id, "runId": str(self.run_id), **self.payload,
-                "at": self.at.isoformat().replace("+00:00", "Z")}
+        return {
+            "type": self.type,
+            "eventId": self.id,
+            "runId": str(self.run_id),
+            **self.payload,
+            "at": self.at.isoformat().replace("+00:00", "Z"),
+        }

@@ -8,10 +8,10 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from rest_framework import serializers
 
+from profiles.store import StateFileError, profile_path, resolve_storage_state_path
 from runs.engine.netpolicy import literal_private_host
 from runs.models import Run, Step
 from runs.services import screenshot_url
-from profiles.store import StateFileError, profile_path, resolve_storage_state_path
 
 NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,64}$")
 URL_MAX_LENGTH = 2048
@@ -117,8 +117,21 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = [
-            "id", "kind", "status", "url", "spec", "query", "batch", "attempts", "result", "error", "usage",
-            "stepCount", "createdAt", "startedAt", "finishedAt",
+            "id",
+            "kind",
+            "status",
+            "url",
+            "spec",
+            "query",
+            "batch",
+            "attempts",
+            "result",
+            "error",
+            "usage",
+            "stepCount",
+            "createdAt",
+            "startedAt",
+            "finishedAt",
         ]
         read_only_fields = fields
 

@@ -45,9 +45,7 @@ def run_cancel(*, run: Run) -> Run:
     with transaction.atomic():
         run.refresh_from_db()
         if run.is_final:
-            raise ServiceError(
-                "already_finished", f"The run already finished as {run.status}.", status_code=409
-            )
+            raise ServiceError("already_finished", f"The run already finished as {run.status}.", status_code=409)
         if not run.cancel():
             raise ServiceError("conflict", "The run changed state while cancelling; try again.", status_code=409)
         events.event_run_finished(run)

@@ -202,4 +202,3 @@ def read_config(env: Mapping[str, str]) -> Config:
         csrf_trusted_origins=origins,
         log_level=log_level,
     )
-

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework.routers import SimpleRouter
 
 from runs.views import RunViewSet
@@ -14,8 +13,8 @@ router.register("runs", RunViewSet, basename="run")
 
 api = [
     path("health", views.health, name="health"),
-    path("schema", SpectacularAPIView.as_view(), name="schema"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("schema", views.SchemaView.as_view(), name="schema"),
+    path("docs", views.DocsView.as_view(url_name="schema"), name="docs"),
     *router.urls,
 ]
 

@@ -6,9 +6,11 @@ from django.http import HttpRequest, HttpResponse
 from django_q.models import OrmQ
 from django_q.status import Stat
 from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -47,7 +49,13 @@ def health(request: Request) -> Response:
     workers = sum(len(stat.workers) for stat in Stat.get_all())
     browser = find_system_executable(settings.BROWSER_EXECUTABLE)
     healthy = db_ok and browser is not None
-    body = {"status": "ok" if healthy else "degraded", "db": db_ok, "queue": queue, "workers": workers, "browser": browser}
+    body = {
+        "status": "ok" if healthy else "degraded",
+        "db": db_ok,
+        "queue": queue,
+        "workers": workers,
+        "browser": browser,
+    }
     return Response(body, status=200 if db_ok else 503)
 
 
@@ -61,3 +69,24 @@ def home(request: HttpRequest) -> HttpResponse:
         "The playground UI has not been built.</p>",
         content_type="text/html",
     )
+
+
+class _JSONErrors:
+    """The schema and docs views render YAML or HTML; their errors still use the API's JSON error shape."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if response.status_code >= 400:
+            response = super().finalize_response(request, response, *args, **kwargs)
+            response.accepted_renderer = JSONRenderer()
+            response.accepted_media_type = "application/json"
+            response.renderer_context = self.get_renderer_context()
+            return response
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
+class SchemaView(_JSONErrors, SpectacularJSONAPIView):
+    pass
+
+
+class DocsView(_JSONErrors, SpectacularSwaggerView):
+    pass

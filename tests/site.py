@@ -31,7 +31,8 @@ JS_PAGE = """<!doctype html>
 <noscript>You need to enable JavaScript to run this app.</noscript>
 <script>
 document.addEventListener('DOMContentLoaded', () => {
-  document.getElementById('root').innerHTML = '<h1>Rendered headline</h1><p>This paragraph was written by JavaScript.</p>';
+  document.getElementById('root').innerHTML =
+    '<h1>Rendered headline</h1><p>This paragraph was written by JavaScript.</p>';
   setTimeout(() => {
     const p = document.createElement('p');
     p.textContent = 'A late paragraph appended after load.';
@@ -52,7 +53,8 @@ def long_paragraphs(count: int = 120) -> list[str]:
 
 def long_page() -> str:
     body = "".join(f"<p>{p}</p>" for p in long_paragraphs())
-    return f"<!doctype html><html><head><title>Long</title></head><body><article><h1>Long</h1>{body}</article></body></html>"
+    head = "<!doctype html><html><head><title>Long</title></head>"
+    return head + f"<body><article><h1>Long</h1>{body}</article></body></html>"
 
 
 def numbered_page(n: int) -> str:
@@ -113,7 +115,9 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, '{"hello": "world"}', "application/json")
         elif path == "/file.pdf":
             self._send(
-                200, b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", "application/pdf",
+                200,
+                b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n",
+                "application/pdf",
                 headers=[("Content-Disposition", "attachment; filename=file.pdf")],
             )
         elif path.startswith("/page/"):

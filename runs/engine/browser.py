@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -84,16 +85,12 @@ class Browser:
         )
 
     def close(self) -> None:
-        try:
-            if self._browser is not None:
+        # Either may already be gone (crashed browser, driver killed with its parent).
+        if self._browser is not None:
+            with contextlib.suppress(Exception):
                 self._browser.close()
-        except Exception:  # already gone
-            pass
-        finally:
             self._browser = None
-            if self._playwright is not None:
-                try:
-                    self._playwright.stop()
-                except Exception:
-                    pass
-                self._playwright = None
+        if self._playwright is not None:
+            with contextlib.suppress(Exception):
+                self._playwright.stop()
+            self._playwright = None

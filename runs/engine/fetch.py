@@ -151,13 +151,21 @@ def fetch(spec: FetchSpec, recorder: Recorder, browser: Browser) -> FetchResult:
             raise EngineError("navigation_error", "The browser got no response for the URL.")
         try:
             _wait_sliced(
-                page, recorder, deadline, spec, "finish loading",
+                page,
+                recorder,
+                deadline,
+                spec,
+                "finish loading",
                 lambda ms: page.wait_for_load_state("load", timeout=ms),
             )
             if spec.options.wait_for:
                 selector = spec.options.wait_for
                 _wait_sliced(
-                    page, recorder, deadline, spec, f"show {selector!r}",
+                    page,
+                    recorder,
+                    deadline,
+                    spec,
+                    f"show {selector!r}",
                     lambda ms: page.wait_for_selector(selector, state="attached", timeout=ms),
                 )
             settle_ms = min(SETTLE_MAX_MS, _deadline_left(deadline))

@@ -20,9 +20,7 @@ class RunAborted(Exception):
 
 
 class Recorder(Protocol):
-    def step(
-        self, *, action: str, url: str, observation: str, screenshot: bytes | None, duration_ms: int
-    ) -> None: ...
+    def step(self, *, action: str, url: str, observation: str, screenshot: bytes | None, duration_ms: int) -> None: ...
 
     def checkpoint(self) -> None:
         """Called often during long waits; raises RunAborted when the run must stop."""

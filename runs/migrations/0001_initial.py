@@ -7,104 +7,152 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Batch',
+            name="Batch",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'verbose_name_plural': 'batches',
-                'ordering': ['-created_at'],
+                "verbose_name_plural": "batches",
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('kind', models.CharField(choices=[('fetch', 'Fetch'), ('extract', 'Extract'), ('agent', 'Agent')], max_length=16)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=16)),
-                ('spec', models.JSONField()),
-                ('url', models.TextField()),
-                ('query', models.CharField(blank=True, max_length=64, null=True)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('lease_expires_at', models.DateTimeField(blank=True, null=True)),
-                ('worker', models.CharField(blank=True, default='', max_length=128)),
-                ('result', models.JSONField(blank=True, null=True)),
-                ('error', models.JSONField(blank=True, null=True)),
-                ('usage', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('batch', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs', to='runs.batch')),
+                ("id", models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("fetch", "Fetch"), ("extract", "Extract"), ("agent", "Agent")], max_length=16
+                    ),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=16,
+                    ),
+                ),
+                ("spec", models.JSONField()),
+                ("url", models.TextField()),
+                ("query", models.CharField(blank=True, max_length=64, null=True)),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("lease_expires_at", models.DateTimeField(blank=True, null=True)),
+                ("worker", models.CharField(blank=True, default="", max_length=128)),
+                ("result", models.JSONField(blank=True, null=True)),
+                ("error", models.JSONField(blank=True, null=True)),
+                ("usage", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "batch",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="runs",
+                        to="runs.batch",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('type', models.CharField(choices=[('run-queued', 'Run Queued'), ('run-started', 'Run Started'), ('step', 'Step'), ('screenshot', 'Screenshot'), ('run-finished', 'Run Finished')], max_length=32)),
-                ('payload', models.JSONField(default=dict)),
-                ('at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('run', models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='runs.run')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                (
+                    "type",
+                    models.CharField(
+                        choices=[
+                            ("run-queued", "Run Queued"),
+                            ("run-started", "Run Started"),
+                            ("step", "Step"),
+                            ("screenshot", "Screenshot"),
+                            ("run-finished", "Run Finished"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("payload", models.JSONField(default=dict)),
+                ("at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="runs.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.CreateModel(
-            name='Step',
+            name="Step",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('action', models.CharField(max_length=64)),
-                ('url', models.TextField(blank=True, default='')),
-                ('observation', models.TextField(blank=True, default='')),
-                ('screenshot', models.CharField(blank=True, default='', max_length=255)),
-                ('duration_ms', models.PositiveIntegerField(default=0)),
-                ('at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='steps', to='runs.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("index", models.PositiveIntegerField()),
+                ("action", models.CharField(max_length=64)),
+                ("url", models.TextField(blank=True, default="")),
+                ("observation", models.TextField(blank=True, default="")),
+                ("screenshot", models.CharField(blank=True, default="", max_length=255)),
+                ("duration_ms", models.PositiveIntegerField(default=0)),
+                ("at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "run",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="steps", to="runs.run"),
+                ),
             ],
             options={
-                'ordering': ['run', 'index'],
+                "ordering": ["run", "index"],
             },
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['-created_at'], name='runs_run_created_79307a_idx'),
+            model_name="run",
+            index=models.Index(fields=["-created_at"], name="runs_run_created_79307a_idx"),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['kind', '-created_at'], name='runs_run_kind_d98522_idx'),
+            model_name="run",
+            index=models.Index(fields=["kind", "-created_at"], name="runs_run_kind_d98522_idx"),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['status', '-created_at'], name='runs_run_status_f151c0_idx'),
+            model_name="run",
+            index=models.Index(fields=["status", "-created_at"], name="runs_run_status_f151c0_idx"),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['query', '-created_at'], name='runs_run_query_5c5a5b_idx'),
+            model_name="run",
+            index=models.Index(fields=["query", "-created_at"], name="runs_run_query_5c5a5b_idx"),
         ),
         migrations.AddIndex(
-            model_name='run',
-            index=models.Index(fields=['status', 'lease_expires_at'], name='runs_run_status_ab3a90_idx'),
+            model_name="run",
+            index=models.Index(fields=["status", "lease_expires_at"], name="runs_run_status_ab3a90_idx"),
         ),
         migrations.AddIndex(
-            model_name='event',
-            index=models.Index(fields=['run', 'id'], name='runs_event_run_id_8dee6d_idx'),
+            model_name="event",
+            index=models.Index(fields=["run", "id"], name="runs_event_run_id_8dee6d_idx"),
         ),
         migrations.AddConstraint(
-            model_name='step',
-            constraint=models.UniqueConstraint(fields=('run', 'index'), name='step_unique_index'),
+            model_name="step",
+            constraint=models.UniqueConstraint(fields=("run", "index"), name="step_unique_index"),
         ),
     ]

@@ -16,8 +16,12 @@ pytestmark = pytest.mark.django_db
 def make_run(n: int, **fields) -> Run:
     fields.setdefault("kind", "fetch")
     url = f"https://example.com/{n}"
-    return Run.objects.create(url=url, spec={"kind": fields["kind"], "url": url},
-                              created_at=timezone.now() - timedelta(minutes=100 - n), **fields)
+    return Run.objects.create(
+        url=url,
+        spec={"kind": fields["kind"], "url": url},
+        created_at=timezone.now() - timedelta(minutes=100 - n),
+        **fields,
+    )
 
 
 def test_history_is_newest_first_and_pages_by_cursor_without_gaps(api):
@@ -61,8 +65,9 @@ def test_bad_filters_are_400(api, query):
 def test_detail_has_the_complete_trace(api):
     run = make_run(1, status="succeeded", result={"markdown": "# hi"})
     long_observation = "word " * 5000
-    Step.objects.create(run=run, index=0, action="navigate", url=run.url, observation="HTTP 200", screenshot="0.jpg",
-                        duration_ms=12)
+    Step.objects.create(
+        run=run, index=0, action="navigate", url=run.url, observation="HTTP 200", screenshot="0.jpg", duration_ms=12
+    )
     Step.objects.create(run=run, index=1, action="snapshot", url=run.url, observation=long_observation)
     body = api.get(f"/api/runs/{run.id}").json()
     assert body["stepCount"] == 2

@@ -69,8 +69,12 @@ def test_reaper_requeues_an_expired_lease_and_the_old_attempt_is_fenced_off(sett
     retried = services.run_claim(run_id=str(run.id), worker="w:2")
     assert retried.attempts == 2
     # The first attempt wakes up late: it no longer owns the run.
-    assert services.run_record_step(run=run, index=0, action="navigate", url="", observation="", screenshot=None,
-                                    duration_ms=0) is False
+    assert (
+        services.run_record_step(
+            run=run, index=0, action="navigate", url="", observation="", screenshot=None, duration_ms=0
+        )
+        is False
+    )
     assert services.run_finish(run=run, result={}) is False
     assert frames(retried) == [("run-queued", None), ("run-started", 1), ("run-queued", None), ("run-started", 2)]
 

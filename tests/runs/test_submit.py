@@ -55,8 +55,9 @@ def test_fetch_run_is_queued_with_defaults_filled_in(api):
 
 
 def test_extract_and_agent_specs_are_accepted_into_the_queue(api):
-    extract = post(api, {"kind": "extract", "url": "https://example.com", "schema": {"type": "object"},
-                         "instruction": "the title"})
+    extract = post(
+        api, {"kind": "extract", "url": "https://example.com", "schema": {"type": "object"}, "instruction": "the title"}
+    )
     agent = post(api, {"kind": "agent", "url": "https://example.com", "goal": "find the price"})
     assert (extract.status_code, agent.status_code) == (201, 201)
     assert Run.objects.filter(status="queued").count() == 2
@@ -99,8 +100,9 @@ def test_profile_and_storage_state_path_together_are_refused(api, data_dir):
     state = data_dir / "state.json"
     state.write_text("{}")
     os.chmod(state, 0o600)
-    response = post(api, {"kind": "fetch", "url": "https://example.com", "profile": "shop",
-                          "storageStatePath": "state.json"})
+    response = post(
+        api, {"kind": "fetch", "url": "https://example.com", "profile": "shop", "storageStatePath": "state.json"}
+    )
     assert response.status_code == 400
     assert error(response)["fields"]["profile"] == ["Give either profile or storageStatePath, not both."]
 
@@ -149,7 +151,10 @@ def test_oversize_body_is_413(api, settings):
     settings.API_MAX_BODY_BYTES = 2048
     response = post(api, {"kind": "fetch", "url": "https://example.com", "instruction": "x" * 4000})
     assert response.status_code == 413
-    assert error(response) == {"code": "too_large", "message": "The request body is larger than the limit of 2048 bytes."}
+    assert error(response) == {
+        "code": "too_large",
+        "message": "The request body is larger than the limit of 2048 bytes.",
+    }
     assert Run.objects.count() == 0
 
 
