@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import atexit
 import logging
 import os
 import socket
 import time
-from multiprocessing import util as mp_util
 
 from django.conf import settings
 
 from profiles.store import StateFileError, profile_path, resolve_storage_state_path
 from runs import services
-from runs.engine.browser import Browser
+from runs.engine.browser import Browser, process_browser
 from runs.engine.fetch import fetch
 from runs.engine.spec import EngineError, FetchOptions, FetchSpec, RunAborted
 from runs.models import Run
@@ -23,22 +21,14 @@ log = logging.getLogger(__name__)
 # How often a running run renews its lease and looks for a cancel (seconds).
 CHECKPOINT_INTERVAL = 1.0
 
-_browser: Browser | None = None
-
 
 def worker_browser() -> Browser:
     """The Chromium of this worker process, started on first use and closed when the process exits."""
-    global _browser
-    if _browser is None:
-        # Playwright's sync API keeps its own asyncio loop registered as running on this thread, and Django
-        # then refuses ORM calls as "async unsafe". A worker is a plain synchronous process: nothing else
-        # runs on that loop while we block, so the check does not protect anything here.
-        os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        _browser = Browser(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS)
-        atexit.register(_browser.close)
-        # multiprocessing children leave through os._exit, which skips atexit: register there too.
-        mp_util.Finalize(_browser, _browser.close, exitpriority=100)
-    return _browser
+    # Playwright's sync API keeps its own asyncio loop registered as running on this thread, and Django
+    # then refuses ORM calls as "async unsafe". A worker is a plain synchronous process: nothing else
+    # runs on that loop while we block, so the check does not protect anything here.
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    return process_browser(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS)
 
 
 class RunRecorder:

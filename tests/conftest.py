@@ -33,11 +33,10 @@ def data_dir(settings, tmp_path):
 
 @pytest.fixture(scope="session")
 def browser():
-    from runs.engine.browser import Browser
+    """The process's one Chromium, the same one execute_run uses in these tests."""
+    from runs.engine.browser import process_browser
 
-    chromium = Browser(extra_args=TEST_BROWSER_ARGS)
-    yield chromium
-    chromium.close()
+    return process_browser(extra_args=TEST_BROWSER_ARGS)
 
 
 API_KEY = "test-bootstrap-key"

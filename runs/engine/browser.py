@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
 import shutil
 from collections.abc import Sequence
+from multiprocessing import util as mp_util
 
 from playwright.sync_api import Browser as PlaywrightBrowser
 from playwright.sync_api import BrowserContext, Playwright, sync_playwright
@@ -94,3 +96,17 @@ class Browser:
             with contextlib.suppress(Exception):
                 self._playwright.stop()
             self._playwright = None
+
+
+_process_browser: Browser | None = None
+
+
+def process_browser(executable: str | None = None, extra_args: Sequence[str] = ()) -> Browser:
+    """The one Browser of this process (Playwright's sync API allows one per thread); closed at exit."""
+    global _process_browser
+    if _process_browser is None:
+        _process_browser = Browser(executable, extra_args)
+        atexit.register(_process_browser.close)
+        # multiprocessing children leave through os._exit, which skips atexit: register there too.
+        mp_util.Finalize(_process_browser, _process_browser.close, exitpriority=100)
+    return _process_browser
