@@ -1,0 +1,127 @@
+"""The whole service as a user runs it: `manage.py serve` in a subprocess, spoken to over HTTP."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "live-test-key"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def chromium_pids(marker: str) -> list[int]:
+    """Chromium processes started by one service instance (its BROWSER_ARGS carry a unique marker)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if marker in cmdline and "chrom" in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+class LiveService:
+    def __init__(self, data_dir: Path, **env: str):
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.marker = f"--wds-test-instance={uuid.uuid4().hex}"
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("SERVICE_", "DATABASE_URL", "REDIS_URL"))},
+            "SERVICE_HOST": "127.0.0.1",
+            "SERVICE_PORT": str(self.port),
+            "SERVICE_DATA_DIR": str(data_dir),
+            "SERVICE_API_KEY": KEY,
+            "ALLOW_PRIVATE_NETWORKS": "true",
+            "WORKERS": "2",
+            "RUN_LEASE_SECONDS": "4",
+            "RUN_REAP_INTERVAL_SECONDS": "0.5",
+            "BROWSER_ARGS": f"'--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1' {self.marker}",
+            "LOG_LEVEL": "WARNING",
+            **env,
+        }
+        self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        self.process: subprocess.Popen | None = None
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {KEY}"
+        self.log_path = data_dir / "serve.log"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60) -> LiveService:
+        self.log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "serve", "--grace", "10"],
+            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"serve exited: {self.log_path.read_text()[-2000:]}")
+            try:
+                health = requests.get(self.base_url + "/api/health", timeout=1).json()
+                if health["workers"] >= 1:
+                    return self
+            except (requests.ConnectionError, requests.Timeout, ValueError):
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"serve did not become healthy: {self.log_path.read_text()[-2000:]}")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 40) -> float:
+        """Stop serve; returns how long it took."""
+        started = time.monotonic()
+        if self.process and self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+        return time.monotonic() - started
+
+    def get(self, path: str, **kwargs) -> requests.Response:
+        return self.session.get(self.base_url + path, timeout=10, **kwargs)
+
+    def post(self, path: str, json=None, **kwargs) -> requests.Response:
+        return self.session.post(self.base_url + path, json=json, timeout=10, **kwargs)
+
+    def submit(self, spec: dict) -> dict:
+        response = self.post("/api/runs", spec)
+        assert response.status_code == 201, response.text
+        return response.json()
+
+    def wait(self, run_id: str, statuses=("succeeded", "failed", "cancelled"), timeout: float = 60) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            run = self.get(f"/api/runs/{run_id}").json()
+            if run["status"] in statuses:
+                return run
+            time.sleep(0.05)
+        raise AssertionError(f"run {run_id} did not reach {statuses}: {run['status']}")
+
+    def worker_pid(self, run_id: str) -> int:
+        """The pid of the worker process holding a run (recorded on the row as host:pid)."""
+        with sqlite3.connect(self.data_dir / "db.sqlite3") as db:
+            (worker,) = db.execute("select worker from runs_run where id = ?", (run_id.replace("-", ""),)).fetchone()
+        return int(worker.rsplit(":", 1)[1])

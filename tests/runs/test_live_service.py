@@ -1,0 +1,88 @@
+"""End to end: `manage.py serve` (daphne + django-q2 workers + reaper), real Chromium, a real local site."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+import requests
+
+from tests.live import LiveService, chromium_pids
+
+pytestmark = pytest.mark.live
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    live = LiveService(tmp_path_factory.mktemp("live")).start()
+    yield live
+    live.stop()
+
+
+def test_fetch_run_over_http_end_to_end(service, site):
+    submitted = service.submit({"kind": "fetch", "url": site.url("/js"), "options": {"mainContent": False}})
+    assert submitted["status"] == "queued"
+    run = service.wait(submitted["id"])
+    assert run["status"] == "succeeded", run["error"]
+    assert run["attempts"] == 1
+    assert run["result"]["title"] == "Rendered"
+    assert "This paragraph was written by JavaScript." in run["result"]["markdown"]
+    assert [(s["index"], s["action"]) for s in run["steps"]] == [(0, "navigate"), (1, "snapshot")]
+    assert run["steps"][1]["observation"] == run["result"]["markdown"]
+    shot = service.get(run["steps"][0]["screenshot"])
+    assert shot.status_code == 200 and shot.headers["Content-Type"] == "image/jpeg"
+    assert shot.content[:3] == b"\xff\xd8\xff" and len(shot.content) > 1000
+    listed = service.get("/api/runs?kind=fetch").json()["results"]
+    assert submitted["id"] in [r["id"] for r in listed]
+
+
+def test_failed_page_ends_failed_not_crashed(service, site):
+    run = service.wait(service.submit({"kind": "fetch", "url": site.url("/missing")})["id"])
+    assert run["status"] == "failed"
+    assert run["error"] == {"code": "http_error", "message": "The page answered HTTP 404."}
+    assert service.get("/api/health").json()["workers"] == 2
+
+
+def test_worker_killed_mid_run_is_requeued_and_succeeds_once_with_two_attempts(service, site):
+    submitted = service.submit({"kind": "fetch", "url": site.url("/slow?ms=3000")})
+    service.wait(submitted["id"], statuses=("running",))
+    os.kill(service.worker_pid(submitted["id"]), signal.SIGKILL)
+    run = service.wait(submitted["id"], timeout=60)
+    assert run["status"] == "succeeded", run["error"]
+    assert run["attempts"] == 2
+    assert [s["action"] for s in run["steps"]] == ["navigate", "snapshot"]  # one trace, not two
+    # The cluster keeps taking work after losing a worker.
+    after = service.wait(service.submit({"kind": "fetch", "url": site.url("/static")})["id"])
+    assert after["status"] == "succeeded"
+
+
+def test_cancel_a_running_run_over_http(service, site):
+    submitted = service.submit({"kind": "fetch", "url": site.url("/hang?s=30")})
+    service.wait(submitted["id"], statuses=("running",))
+    cancelled = service.post(f"/api/runs/{submitted['id']}/cancel")
+    assert cancelled.status_code == 200 and cancelled.json()["status"] == "cancelled"
+    started = time.monotonic()
+    # The worker lets go within seconds: a new run is picked up and finishes on a 2-worker cluster.
+    runs = [service.submit({"kind": "fetch", "url": site.url("/static")}) for _ in range(2)]
+    for run in runs:
+        assert service.wait(run["id"], timeout=15)["status"] == "succeeded"
+    assert time.monotonic() - started < 15
+    assert service.get(f"/api/runs/{submitted['id']}").json()["status"] == "cancelled"
+
+
+def test_sigterm_stops_serve_cleanly_without_orphan_chromium(tmp_path, site):
+    live = LiveService(tmp_path).start()
+    run = live.wait(live.submit({"kind": "fetch", "url": site.url("/static")})["id"])
+    assert run["status"] == "succeeded"
+    assert chromium_pids(live.marker), "the worker's Chromium should be running"
+    took = live.stop(signal.SIGTERM)
+    assert live.process.returncode == 0
+    assert took < 15
+    deadline = time.monotonic() + 5
+    while chromium_pids(live.marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert chromium_pids(live.marker) == []
+    with pytest.raises(requests.ConnectionError):
+        requests.get(live.base_url + "/api/health", timeout=2)
