@@ -72,7 +72,10 @@ class LiveService:
         self.log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--grace", "10"],
-            cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
