@@ -54,7 +54,7 @@ def main() -> None:
     truth = json.loads((DATASET / "ground-truth.json").read_text())
     scores, timings = [], []
     for page_id, expected in truth.items():
-        page_html = gzip.open(DATASET / "html" / f"{page_id}.html.gz").read().decode("utf-8", "replace")
+        page_html = gzip.decompress((DATASET / "html" / f"{page_id}.html.gz").read_bytes()).decode("utf-8", "replace")
         started = time.perf_counter()
         markdown = to_markdown(page_html, main_content=not args.whole_page, url=expected.get("url"))
         timings.append((time.perf_counter() - started) * 1000)
