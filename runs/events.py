@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.db import transaction
+
 from runs.models import Event, Run, Step
+from runs.wakeup import waker
 
 STEP_OBSERVATION_LIMIT = 2000
 
 
 def _publish(run: Run, type_: str, payload: dict) -> Event:
-    return Event.objects.create(run_id=run.pk, type=type_, payload=payload)
+    event = Event.objects.create(run_id=run.pk, type=type_, payload=payload)
+    if settings.REDIS_URL:
+        transaction.on_commit(waker.request)
+    return event
 
 
 def event_run_queued(run: Run) -> Event:

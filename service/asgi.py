@@ -1,4 +1,4 @@
-"""ASGI entry point: HTTP through Django, WebSockets through Channels (DESIGN.md section 2)."""
+"""ASGI entry point: HTTP through Django, the event stream through Channels (DESIGN.md section 2)."""
 
 import os
 
@@ -8,13 +8,28 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "service.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from channels.security.websocket import OriginValidator  # noqa: E402
+from channels.sessions import SessionMiddlewareStack  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.urls import path  # noqa: E402
 
-websocket_urlpatterns: list = []
+from runs.consumers import EventsConsumer  # noqa: E402
+
+
+class BrowserOriginValidator(OriginValidator):
+    """Browsers always send Origin, and it must be one of ours. Scripts send none; they pass here and must
+    then authenticate with an Authorization header (a session cookie without Origin is not accepted)."""
+
+    def valid_origin(self, parsed_origin) -> bool:
+        return parsed_origin is None or self.validate_origin(parsed_origin)
+
 
 application = ProtocolTypeRouter(
     {
         "http": django_asgi_app,
-        "websocket": AllowedHostsOriginValidator(URLRouter(websocket_urlpatterns)),
+        "websocket": BrowserOriginValidator(
+            SessionMiddlewareStack(URLRouter([path("api/events", EventsConsumer.as_asgi())])),
+            settings.ALLOWED_HOSTS,
+        ),
     }
 )

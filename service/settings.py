@@ -45,6 +45,7 @@ RUN_TIMEOUT_MAX_MS = CONFIG.run_timeout_max_ms
 RUN_LEASE_SECONDS = CONFIG.run_lease_seconds
 RUN_REAP_INTERVAL_SECONDS = CONFIG.run_reap_interval_seconds
 API_MAX_BODY_BYTES = CONFIG.api_max_body_bytes
+EVENT_RETENTION_HOURS = CONFIG.event_retention_hours
 
 INSTALLED_APPS = [
     "daphne",  # first, so that `runserver` is daphne's

@@ -125,6 +125,63 @@ class LiveService:
 
     def worker_pid(self, run_id: str) -> int:
         """The pid of the worker process holding a run (recorded on the row as host:pid)."""
-        with sqlite3.connect(self.data_dir / "db.sqlite3") as db:
-            (worker,) = db.execute("select worker from runs_run where id = ?", (run_id.replace("-", ""),)).fetchone()
+        database_url = self.env.get("DATABASE_URL")
+        if database_url:
+            import psycopg
+
+            with psycopg.connect(database_url) as db:
+                (worker,) = db.execute("select worker from runs_run where id = %s", (run_id,)).fetchone()
+        else:
+            with sqlite3.connect(self.data_dir / "db.sqlite3") as db:
+                (worker,) = db.execute(
+                    "select worker from runs_run where id = ?", (run_id.replace("-", ""),)
+                ).fetchone()
         return int(worker.rsplit(":", 1)[1])
+
+    @property
+    def events_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}/api/events"
+
+
+POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
+REDIS_URL = "redis://127.0.0.1:6379/7"
+
+
+def postgres_available() -> bool:
+    try:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=3):
+            return True
+    except Exception:
+        return False
+
+
+def redis_available() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=3) as connection:
+            connection.sendall(b"PING\r\n")
+            return connection.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class ScratchPostgres:
+    """A fresh PostgreSQL database for one test module, dropped afterwards."""
+
+    def __init__(self) -> None:
+        self.name = f"wds_test_{uuid.uuid4().hex[:12]}"
+        self.url = f"postgresql://postgres@127.0.0.1:5432/{self.name}"
+
+    def __enter__(self) -> ScratchPostgres:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'CREATE DATABASE "{self.name}"')
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')

@@ -6,11 +6,12 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from runs.services import run_reap_expired
+from runs.stream import prune_events
 
 
 class Command(BaseCommand):
     help = (
-        "Re-queue runs whose worker died (lease expired), or fail them after RUN_MAX_ATTEMPTS. "
+        "Re-queue runs whose worker died (lease expired), or fail them after RUN_MAX_ATTEMPTS; prune old events. "
         "`serve` does this itself; run `reap --loop` once per installation when starting daphne and qcluster apart."
     )
 
@@ -20,7 +21,8 @@ class Command(BaseCommand):
     def handle(self, *args, loop: bool, **options) -> None:
         while True:
             counts = run_reap_expired()
+            pruned = prune_events()
             if not loop:
-                self.stdout.write(f"requeued {counts['requeued']}, failed {counts['failed']}")
+                self.stdout.write(f"requeued {counts['requeued']}, failed {counts['failed']}, pruned {pruned} events")
                 return
             time.sleep(settings.RUN_REAP_INTERVAL_SECONDS)

@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -12,8 +13,10 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
 from runs.services import run_reap_expired
+from runs.stream import prune_events
 
 MANAGE_PY = Path(settings.BASE_DIR) / "manage.py"
+PRUNE_INTERVAL_SECONDS = 60.0
 
 
 class Command(BaseCommand):
@@ -47,9 +50,13 @@ class Command(BaseCommand):
             self.style.SUCCESS(f"serving on http://{host}:{port} with {settings.WORKERS} worker(s); Ctrl-C stops")
         )
         exit_code = 0
+        next_prune = 0.0
         while not stop.wait(settings.RUN_REAP_INTERVAL_SECONDS):
             try:
                 run_reap_expired()
+                if time.monotonic() >= next_prune:
+                    prune_events()
+                    next_prune = time.monotonic() + PRUNE_INTERVAL_SECONDS
             except Exception as error:  # the database may be briefly unavailable; try again next tick
                 self.stderr.write(f"reaper: {error}")
             dead = [name for name, child in children.items() if child.poll() is not None]

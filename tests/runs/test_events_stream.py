@@ -1,0 +1,164 @@
+"""GET /api/events over a real daphne and a real WebSocket client, with real worker processes.
+
+Runs twice: on the embedded default (SQLite, in-memory channel layer, ticker wake-ups), and on the machine's
+PostgreSQL with Redis as the channel layer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.sync.client import connect
+
+from tests.live import (
+    KEY,
+    ROOT,
+    LiveService,
+    ScratchPostgres,
+    postgres_available,
+    redis_available,
+)
+
+pytestmark = pytest.mark.live
+AUTH = {"Authorization": f"Bearer {KEY}"}
+
+
+@pytest.fixture(scope="module", params=["embedded", "postgres-redis"])
+def service(request, tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp(request.param)
+    if request.param == "embedded":
+        live = LiveService(data_dir).start()
+        yield live
+        live.stop()
+        return
+    if not (postgres_available() and redis_available()):
+        pytest.skip("PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379 are needed for this variant")
+    with ScratchPostgres() as database:
+        live = LiveService(data_dir, DATABASE_URL=database.url, REDIS_URL="redis://127.0.0.1:6379/7").start()
+        yield live
+        live.stop()
+
+
+def frames_until(ws, done, timeout: float = 60) -> list[dict]:
+    frames: list[dict] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            frame = json.loads(ws.recv(timeout=max(0.1, deadline - time.monotonic())))
+        except TimeoutError:
+            break
+        frames.append(frame)
+        if done(frame):
+            return frames
+    raise AssertionError(f"stream ended early: {frames}")
+
+
+def finished(run_id: str):
+    return lambda frame: frame["type"] == "run-finished" and frame["runId"] == run_id
+
+
+def test_frames_of_a_fetch_run_arrive_in_order(service, site):
+    with connect(service.events_url, additional_headers=AUTH) as ws:
+        run = service.submit({"kind": "fetch", "url": site.url("/static")})
+        frames = [f for f in frames_until(ws, finished(run["id"])) if f["runId"] == run["id"]]
+    assert [f["type"] for f in frames] == ["run-queued", "run-started", "step", "screenshot", "step", "run-finished"]
+    ids = [f["eventId"] for f in frames]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    queued, started, navigate, screenshot, snapshot, done = frames
+    assert queued["kind"] == "fetch" and started["attempt"] == 1
+    assert (navigate["index"], navigate["action"], navigate["truncated"]) == (0, "navigate", False)
+    assert screenshot["url"] == f"/api/runs/{run['id']}/steps/0/screenshot"
+    assert service.get(screenshot["url"]).content[:3] == b"\xff\xd8\xff"
+    assert snapshot["action"] == "snapshot" and done["status"] == "succeeded"
+    detail = service.get(f"/api/runs/{run['id']}").json()
+    assert snapshot["observation"] == detail["steps"][1]["observation"]
+
+
+def test_long_observation_is_cut_in_the_frame_and_complete_in_the_detail(service, site):
+    with connect(service.events_url, additional_headers=AUTH) as ws:
+        run = service.submit({"kind": "fetch", "url": site.url("/long")})
+        frames = frames_until(ws, finished(run["id"]))
+    snapshot = next(f for f in frames if f["type"] == "step" and f["action"] == "snapshot")
+    full = service.get(f"/api/runs/{run['id']}").json()["steps"][1]["observation"]
+    assert len(full) > 10_000
+    assert snapshot["truncated"] is True
+    assert snapshot["observation"] == full[:2000]
+
+
+def test_a_killed_worker_gives_two_run_started_frames_for_one_run(service, site):
+    with connect(service.events_url, additional_headers=AUTH) as ws:
+        run = service.submit({"kind": "fetch", "url": site.url("/slow?ms=3000")})
+        service.wait(run["id"], statuses=("running",))
+        os.kill(service.worker_pid(run["id"]), signal.SIGKILL)
+        frames = [f for f in frames_until(ws, finished(run["id"])) if f["runId"] == run["id"]]
+    started = [f["attempt"] for f in frames if f["type"] == "run-started"]
+    assert started == [1, 2]
+    assert frames[-1]["status"] == "succeeded"
+
+
+def test_reconnecting_with_after_replays_exactly_the_missed_events(service, site):
+    with connect(service.events_url, additional_headers=AUTH) as ws:
+        run = service.submit({"kind": "fetch", "url": site.url("/static")})
+        queued = frames_until(ws, lambda f: f["type"] == "run-queued" and f["runId"] == run["id"])[-1]
+    service.wait(run["id"])  # everything else happens while we are away
+    other = service.submit({"kind": "fetch", "url": site.url("/page/1")})
+    service.wait(other["id"])
+    url = f"{service.events_url}?after={queued['eventId']}&runId={run['id']}"
+    with connect(url, additional_headers=AUTH) as ws:
+        missed = frames_until(ws, finished(run["id"]))
+        with pytest.raises(TimeoutError):
+            ws.recv(timeout=0.5)  # nothing more for this run
+    assert [f["type"] for f in missed] == ["run-started", "step", "screenshot", "step", "run-finished"]
+    assert all(f["runId"] == run["id"] and f["eventId"] > queued["eventId"] for f in missed)
+    # Without the filter the same cursor replays the other run too, still in order and without duplicates.
+    with connect(f"{service.events_url}?after={queued['eventId']}", additional_headers=AUTH) as ws:
+        everything = frames_until(ws, finished(other["id"]))
+    ids = [f["eventId"] for f in everything]
+    assert ids == sorted(set(ids))
+    assert {f["runId"] for f in everything} == {run["id"], other["id"]}
+
+
+def test_unauthenticated_and_wrong_key_are_closed_with_4401(service):
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        with connect(service.events_url, additional_headers=headers) as ws, pytest.raises(ConnectionClosed) as closed:
+            ws.recv(timeout=5)
+        assert closed.value.rcvd.code == 4401
+
+
+def test_a_foreign_origin_is_refused(service):
+    with pytest.raises(InvalidStatus) as refused:
+        connect(service.events_url, additional_headers=AUTH, origin="http://evil.example")
+    assert refused.value.response.status_code == 403
+    with connect(service.events_url, additional_headers=AUTH, origin=f"http://127.0.0.1:{service.port}") as ws:
+        run_id = service.submit({"kind": "fetch", "url": "http://127.0.0.1:9/"})["id"]
+        assert frames_until(ws, lambda f: f["runId"] == run_id)[-1]["type"] == "run-queued"
+
+
+def test_a_bad_cursor_is_closed_with_4400(service):
+    with (
+        connect(f"{service.events_url}?after=abc", additional_headers=AUTH) as ws,
+        pytest.raises(ConnectionClosed) as closed,
+    ):
+        ws.recv(timeout=5)
+    assert closed.value.rcvd.code == 4400
+
+
+def test_a_cursor_older_than_the_kept_events_gets_resync_first(service, site):
+    run = service.submit({"kind": "fetch", "url": site.url("/static")})
+    service.wait(run["id"])
+    env = {**service.env, "EVENT_RETENTION_HOURS": "0"}
+    subprocess.run([sys.executable, "manage.py", "reap"], cwd=ROOT, env=env, check=True, capture_output=True)
+    fresh = service.submit({"kind": "fetch", "url": site.url("/static")})
+    with connect(f"{service.events_url}?after=0", additional_headers=AUTH) as ws:
+        first = json.loads(ws.recv(timeout=5))
+        rest = frames_until(ws, finished(fresh["id"]))
+    assert first["type"] == "resync"
+    assert first["oldestEventId"] == rest[0]["eventId"]
+    assert {f["runId"] for f in rest} == {fresh["id"]}
