@@ -1,4 +1,4 @@
-"""GET /api/events: the live event stream. The consumer only authenticates, reads the outbox and forwards."""
+"""GET /api/events: the live event stream. Consumers authenticate, read the outbox and forward."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from runs import stream
 from runs.wakeup import GROUP
@@ -22,44 +23,63 @@ TICK_SECONDS = 0.05
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
+CLOSE_TOO_FAR_BEHIND = 4408
+
+# A batch of frames read once for every consumer of this process: (cursor before, [(frame, text)], cursor after).
+Batch = tuple[int, list[tuple[dict, str]], int]
 
 
-class Ticker:
-    """One per ASGI process: polls the newest event id and wakes local consumers when it changes.
+class EventFeed:
+    """One per ASGI process: reads new events once and offers them to every local consumer.
 
-    This is what makes the embedded default live: workers in other processes commit Event rows to SQLite and
-    the in-memory channel layer cannot carry their wake-ups. With Redis, workers also wake consumers directly.
+    It polls the newest event id about every 50 ms, which is what makes the embedded default live (workers in
+    other processes commit to SQLite; the in-memory channel layer cannot carry their wake-ups). With Redis,
+    workers' wake-ups arrive through the channel layer and poke the feed at once. A consumer that is caught
+    up takes the shared batch; one that is behind (replaying, or just connected) reads the outbox itself.
     """
 
     def __init__(self) -> None:
         self.consumers: set[EventsConsumer] = set()
         self._task: asyncio.Task | None = None
-        self._latest = 0
+        self._poke = asyncio.Event()
 
     def add(self, consumer: EventsConsumer) -> None:
         self.consumers.add(consumer)
         if self._task is None or self._task.done():
+            self._poke = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run())
 
     def remove(self, consumer: EventsConsumer) -> None:
         self.consumers.discard(consumer)
 
+    def poke(self) -> None:
+        self._poke.set()
+
     async def _run(self) -> None:
-        read_latest = database_sync_to_async(stream.latest_event_id)
+        latest_id = database_sync_to_async(stream.latest_event_id)
+        read = database_sync_to_async(stream.read_events)
+        guard = stream.GapGuard() if await database_sync_to_async(stream.needs_gap_guard)() else None
+        cursor = await latest_id()
         while self.consumers:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._poke.wait(), TICK_SECONDS)
+            self._poke.clear()
             try:
-                latest = await read_latest()
-            except Exception:  # the database may be briefly busy; try again next tick
-                log.exception("event ticker could not read the newest event id")
-                latest = self._latest
-            if latest != self._latest:
-                self._latest = latest
-                for consumer in list(self.consumers):
-                    consumer.wake()
-            await asyncio.sleep(TICK_SECONDS)
+                if await latest_id() == cursor:
+                    continue
+                while True:
+                    frames, bound = await read(cursor=cursor, run_id=None, guard=guard)
+                    if bound == cursor:
+                        break
+                    batch = (cursor, [(frame, json.dumps(frame)) for frame in frames], bound)
+                    for consumer in list(self.consumers):
+                        consumer.offer(batch)
+                    cursor = bound
+            except Exception:  # the database may be briefly busy; the next tick tries again
+                log.exception("event feed could not read the outbox")
 
 
-ticker = Ticker()
+feed = EventFeed()
 
 
 def _header(scope: dict, name: bytes) -> str | None:
@@ -82,43 +102,46 @@ def _authenticate(scope: dict) -> bool:
 
 
 class EventsConsumer(AsyncWebsocketConsumer):
+    """Frames after the client's cursor, in id order, with no gap and no duplicate within a connection."""
+
     async def connect(self) -> None:
-        query = parse_qs(self.scope.get("query_string", b"").decode())
         self.cursor = 0
         self.run_id: str | None = None
-        self._wake = asyncio.Event()
+        self._inbox: asyncio.Queue[Batch | None] = asyncio.Queue()
         self._sender: asyncio.Task | None = None
-        self._guard = None
+        self._guard: stream.GapGuard | None = None
         await self.accept()
         if not await _authenticate(self.scope):
             await self.close(code=CLOSE_UNAUTHENTICATED, reason="unauthenticated")
             return
+        query = parse_qs(self.scope.get("query_string", b"").decode())
         try:
             after = query.get("after", [None])[0]
-            self.cursor = int(after) if after is not None else None
-            if self.cursor is not None and self.cursor < 0:
+            cursor = int(after) if after is not None else None
+            if cursor is not None and cursor < 0:
                 raise ValueError
             run_id = query.get("runId", [None])[0]
             self.run_id = str(uuid.UUID(run_id)) if run_id else None
         except ValueError:
-            await self.close(code=CLOSE_BAD_REQUEST, reason="after must be an event id, runId a run id")
+            await self.close(code=CLOSE_BAD_REQUEST, reason="after must be an event id and runId a run id")
             return
         if self.channel_layer is not None:
             await self.channel_layer.group_add(GROUP, self.channel_name)
-        self._guard = stream.GapGuard() if await database_sync_to_async(stream.needs_gap_guard)() else None
-        if self.cursor is None:
-            # No cursor: start from now.
+        if await database_sync_to_async(stream.needs_gap_guard)():
+            self._guard = stream.GapGuard()
+        if cursor is None:
             self.cursor = await database_sync_to_async(stream.latest_event_id)()
         else:
+            self.cursor = cursor
             oldest = await database_sync_to_async(stream.oldest_event_id)()
-            if oldest is not None and self.cursor + 1 < oldest:
-                await self.send_json({"type": "resync", "oldestEventId": oldest})
-        ticker.add(self)
+            if oldest is not None and cursor + 1 < oldest:
+                await self.send(text_data=json.dumps({"type": "resync", "oldestEventId": oldest}))
+        feed.add(self)
         self._sender = asyncio.get_running_loop().create_task(self._send_loop())
-        self.wake()
+        self._inbox.put_nowait(None)  # replay from the cursor first
 
     async def disconnect(self, code: int) -> None:
-        ticker.remove(self)
+        feed.remove(self)
         if self._sender is not None:
             self._sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -126,34 +149,48 @@ class EventsConsumer(AsyncWebsocketConsumer):
         if self.channel_layer is not None:
             await self.channel_layer.group_discard(GROUP, self.channel_name)
 
-    def wake(self) -> None:
-        self._wake.set()
+    def offer(self, batch: Batch) -> None:
+        if self._inbox.qsize() >= settings.EVENTS_MAX_BACKLOG:
+            # This connection's sender cannot keep up; drop it rather than grow without bound.
+            feed.remove(self)
+            asyncio.get_running_loop().create_task(
+                self.close(code=CLOSE_TOO_FAR_BEHIND, reason=f"too far behind; reconnect with after={self.cursor}")
+            )
+            return
+        self._inbox.put_nowait(batch)
 
     async def events_wake(self, message: dict) -> None:
-        """A wake-up from the channel layer (workers publish these when Redis is configured)."""
-        self.wake()
+        """A wake-up from the channel layer (workers send these when Redis is configured)."""
+        feed.poke()
 
     async def receive(self, text_data=None, bytes_data=None) -> None:
         """The stream is one-way; anything a client sends is ignored."""
 
-    async def send_json(self, frame: dict) -> None:
-        await self.send(text_data=json.dumps(frame))
-
     async def _send_loop(self) -> None:
-        """Drain the outbox from our cursor on every wake-up; one task per connection, so a slow client
-        only ever waits on itself."""
+        while True:
+            batch = await self._inbox.get()
+            if batch is not None:
+                before, frames, after = batch
+                if after <= self.cursor:
+                    continue
+                if before == self.cursor:
+                    for frame, text in frames:
+                        if self.run_id is None or frame["runId"] == self.run_id:
+                            await self.send(text_data=text)
+                    self.cursor = after
+                    continue
+            await self._catch_up()
+
+    async def _catch_up(self) -> None:
+        """Read the outbox from our own cursor until it has nothing newer."""
         read = database_sync_to_async(stream.read_events)
         while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while True:
-                frames, cursor = await read(cursor=self.cursor, run_id=self.run_id, guard=self._guard)
-                if cursor == self.cursor:
-                    if self._guard is not None and self._guard.first_seen:
-                        # Waiting on a hole in the ids (PostgreSQL): look again shortly.
-                        await asyncio.sleep(TICK_SECONDS)
-                        self.wake()
-                    break
-                for frame in frames:
-                    await self.send_json(frame)
-                self.cursor = cursor
+            frames, cursor = await read(cursor=self.cursor, run_id=self.run_id, guard=self._guard)
+            if cursor == self.cursor:
+                if self._guard is not None and self._guard.first_seen:
+                    await asyncio.sleep(TICK_SECONDS)  # a hole in the ids (PostgreSQL): look again shortly
+                    continue
+                return
+            for frame in frames:
+                await self.send(text_data=json.dumps(frame))
+            self.cursor = cursor

@@ -38,6 +38,7 @@ class Config:
     queue_poll_seconds: float
     api_max_body_bytes: int
     event_retention_hours: float
+    events_max_backlog: int
     secret_key: str
     debug: bool
     allowed_hosts: list[str]
@@ -196,6 +197,7 @@ def read_config(env: Mapping[str, str]) -> Config:
         run_lease_seconds=_int(env, "RUN_LEASE_SECONDS", 20, 3, 3600),
         run_reap_interval_seconds=_float(env, "RUN_REAP_INTERVAL_SECONDS", 2.0, 0.1, 600),
         queue_poll_seconds=_float(env, "QUEUE_POLL_SECONDS", 0.05, 0.005, 10),
+        events_max_backlog=_int(env, "EVENTS_MAX_BACKLOG", 1000, 10, 1_000_000),
         event_retention_hours=_float(env, "EVENT_RETENTION_HOURS", 168.0, 0.0, 87_600.0),
         api_max_body_bytes=_int(env, "API_MAX_BODY_BYTES", 1_048_576, 1024, 1_073_741_824),
         secret_key=_secret_key(env, data_dir),

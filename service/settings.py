@@ -46,6 +46,7 @@ RUN_LEASE_SECONDS = CONFIG.run_lease_seconds
 RUN_REAP_INTERVAL_SECONDS = CONFIG.run_reap_interval_seconds
 API_MAX_BODY_BYTES = CONFIG.api_max_body_bytes
 EVENT_RETENTION_HOURS = CONFIG.event_retention_hours
+EVENTS_MAX_BACKLOG = CONFIG.events_max_backlog
 
 INSTALLED_APPS = [
     "daphne",  # first, so that `runserver` is daphne's

@@ -162,3 +162,32 @@ def test_a_cursor_older_than_the_kept_events_gets_resync_first(service, site):
     assert first["type"] == "resync"
     assert first["oldestEventId"] == rest[0]["eventId"]
     assert {f["runId"] for f in rest} == {fresh["id"]}
+
+
+def signed_in_session(service: LiveService) -> str:
+    """A playground session as sign-in will create it, made in the service's own database."""
+    code = (
+        "from django.contrib.sessions.backends.db import SessionStore\n"
+        "s = SessionStore(); s['api_key_name'] = 'bootstrap'; s.create(); print(s.session_key)"
+    )
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
+        cwd=ROOT,
+        env=service.env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return result.stdout.strip()
+
+
+def test_a_browser_session_cookie_works_only_with_our_origin(service):
+    cookie = {"Cookie": f"sessionid={signed_in_session(service)}"}
+    origin = f"http://127.0.0.1:{service.port}"
+    with connect(service.events_url, additional_headers=cookie, origin=origin) as ws:
+        run_id = service.submit({"kind": "fetch", "url": "http://127.0.0.1:9/"})["id"]
+        assert frames_until(ws, lambda f: f["runId"] == run_id)[-1]["type"] == "run-queued"
+    # The same cookie without an Origin (not a browser) is not enough.
+    with connect(service.events_url, additional_headers=cookie) as ws, pytest.raises(ConnectionClosed) as closed:
+        ws.recv(timeout=5)
+    assert closed.value.rcvd.code == 4401
