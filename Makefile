@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test lint bench browser
+.PHONY: setup run test lint bench browser test-tools
 
 setup: $(VENV)/.installed browser
 	$(PY) manage.py migrate --noinput
@@ -24,6 +24,16 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-liberation >/dev/null; \
 	fi
 
+# Tests drive `profile login`'s visible browser on a virtual display.
+test-tools:
+	@if command -v xvfb-run >/dev/null; then \
+		echo "xvfb: found"; \
+	else \
+		echo "xvfb: installing Debian's xvfb"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq xvfb >/dev/null; \
+	fi
+
 run: setup
 	$(PY) manage.py serve --no-migrate
 
@@ -32,7 +42,7 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
 
-test: setup lint
+test: setup test-tools lint
 	$(PY) -m pytest
 
 bench: setup

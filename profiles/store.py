@@ -1,21 +1,217 @@
 """Files that hold browser state: profiles (<dataDir>/profiles/<name>.json) and storage-state files.
 
-The state itself never leaves these files: no DB, logs, prompts, traces, events or API responses.
+The state itself never leaves these files: not into the DB, logs, prompts, traces, events or API responses.
+Only metadata and a cookie summary (counts, domains, expiry) are read out of it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import re
 import stat
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+
+NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,64}$")
+EXPIRING_WITHIN_SECONDS = 7 * 24 * 3600
 
 
 class StateFileError(ValueError):
-    """A storage-state path the service refuses; the message says how to fix it and never echoes contents."""
+    """A state file or profile the service refuses; the message says how to fix it and never echoes contents."""
+
+
+class ProfileNotFound(LookupError):
+    pass
+
+
+class ProfileExists(Exception):
+    pass
+
+
+def check_name(name: str) -> str:
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise StateFileError("A profile name is 1 to 64 characters of a-z, 0-9, '-' and '_'.")
+    return name
+
+
+def profiles_dir(data_dir: Path) -> Path:
+    return Path(data_dir) / "profiles"
 
 
 def profile_path(data_dir: Path, name: str) -> Path:
-    return Path(data_dir) / "profiles" / f"{name}.json"
+    return profiles_dir(data_dir) / f"{check_name(name)}.json"
+
+
+def validate_state(state: object) -> dict:
+    """A Playwright storage state: {"cookies": [{name, value, domain, …}], "origins": [{origin, localStorage}]}."""
+    if not isinstance(state, dict):
+        raise StateFileError("state must be a JSON object with cookies and origins.")
+    unknown = set(state) - {"cookies", "origins"}
+    if unknown:
+        raise StateFileError(f"state has unknown keys: {', '.join(sorted(unknown))}.")
+    cookies = state.get("cookies", [])
+    origins = state.get("origins", [])
+    if not isinstance(cookies, list) or not isinstance(origins, list):
+        raise StateFileError("state.cookies and state.origins must be lists.")
+    for index, cookie in enumerate(cookies):
+        if not isinstance(cookie, dict):
+            raise StateFileError(f"state.cookies[{index}] must be an object.")
+        for key in ("name", "value", "domain"):
+            if not isinstance(cookie.get(key), str):
+                raise StateFileError(f"state.cookies[{index}].{key} must be a string.")
+        if not cookie["name"] or not cookie["domain"]:
+            raise StateFileError(f"state.cookies[{index}] needs a non-empty name and domain.")
+        expires = cookie.get("expires", -1)
+        if not isinstance(expires, (int, float)) or isinstance(expires, bool):
+            raise StateFileError(f"state.cookies[{index}].expires must be a number (-1 for a session cookie).")
+    for index, origin in enumerate(origins):
+        if not isinstance(origin, dict) or not isinstance(origin.get("origin"), str):
+            raise StateFileError(f"state.origins[{index}] must be an object with an origin.")
+        storage = origin.get("localStorage", [])
+        if not isinstance(storage, list) or not all(
+            isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str)
+            for item in storage
+        ):
+            raise StateFileError(f"state.origins[{index}].localStorage must be a list of {{name, value}} strings.")
+    return {"cookies": cookies, "origins": origins}
+
+
+def cookie_summary(state: dict, *, now: float | None = None) -> dict:
+    """Counts, domains and expiry of a state's cookies, and a staleness status; never names or values."""
+    now = time.time() if now is None else now
+    cookies = state.get("cookies", [])
+    expiries = [c.get("expires", -1) for c in cookies]
+    persistent = [e for e in expiries if e is not None and e >= 0]
+    expired = sum(1 for e in persistent if e <= now)
+    expiring = sum(1 for e in persistent if now < e <= now + EXPIRING_WITHIN_SECONDS)
+    session_only = len(expiries) - len(persistent)
+    live = [e for e in persistent if e > now]
+    if not cookies:
+        status = "empty"
+    elif persistent and expired == len(persistent) and not session_only:
+        status = "expired"
+    elif not persistent:
+        status = "session-only"
+    elif expiring or (expired and not live):
+        status = "expiring"
+    else:
+        status = "fresh"
+    return {
+        "cookieCount": len(cookies),
+        "domains": sorted({c["domain"].lstrip(".") for c in cookies}),
+        "earliestExpiry": _iso(min(live)) if live else None,
+        "expired": expired,
+        "expiringWithin7Days": expiring,
+        "sessionOnly": session_only,
+        "originsWithStorage": sum(1 for o in state.get("origins", []) if o.get("localStorage")),
+        "status": status,
+    }
+
+
+def _iso(timestamp: float) -> str:
+    return datetime.fromtimestamp(timestamp, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class ProfileInfo:
+    name: str
+    updated_at: str
+    size: int
+    summary: dict
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "updatedAt": self.updated_at, "size": self.size, "cookies": self.summary}
+
+
+class ProfileStore:
+    """Profiles as files: dir 0700, files 0600 from their first byte, written atomically, symlinks refused."""
+
+    def __init__(self, data_dir: Path):
+        self.folder = profiles_dir(data_dir)
+
+    def _ensure_folder(self) -> None:
+        if self.folder.is_symlink():
+            raise StateFileError("The profiles directory is a symlink; the service refuses to follow it.")
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)
+
+    def _path(self, name: str) -> Path:
+        path = profile_path(self.folder.parent, name)
+        if path.is_symlink():
+            raise StateFileError(f"The profile file for {name!r} is a symlink; the service refuses to follow it.")
+        return path
+
+    def exists(self, name: str) -> bool:
+        return self._path(name).is_file()
+
+    def read_state(self, name: str) -> dict:
+        path = self._path(name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            raise ProfileNotFound(name) from None
+        with os.fdopen(fd, "rb") as handle:
+            try:
+                return json.loads(handle.read())
+            except ValueError:
+                raise StateFileError(f"The profile {name!r} is not valid JSON; import it again.") from None
+
+    def info(self, name: str) -> ProfileInfo:
+        path = self._path(name)
+        try:
+            stats = path.stat()
+        except FileNotFoundError:
+            raise ProfileNotFound(name) from None
+        try:
+            summary = cookie_summary(self.read_state(name))
+        except StateFileError:
+            summary = cookie_summary({})
+        return ProfileInfo(name=name, updated_at=_iso(stats.st_mtime), size=stats.st_size, summary=summary)
+
+    def list(self) -> list[ProfileInfo]:
+        if not self.folder.is_dir():
+            return []
+        names = sorted(p.stem for p in self.folder.glob("*.json") if NAME_PATTERN.match(p.stem) and not p.is_symlink())
+        return [self.info(name) for name in names]
+
+    def write(self, name: str, state: dict, *, overwrite: bool = False) -> ProfileInfo:
+        """Validate and store a state atomically: temp file (0600 at creation) in the same dir, fsync, rename."""
+        path = self._path(name)
+        state = validate_state(state)
+        self._ensure_folder()
+        if path.exists() and not overwrite:
+            raise ProfileExists(name)
+        data = json.dumps(state, separators=(",", ":")).encode()
+        fd, temp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.folder)  # mode 0600
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                os.fchmod(handle.fileno(), 0o600)
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp_name, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp_name)
+            raise
+        directory = os.open(self.folder, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
+        return self.info(name)
+
+    def delete(self, name: str) -> None:
+        path = self._path(name)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            raise ProfileNotFound(name) from None
 
 
 def resolve_storage_state_path(value: str, data_dir: Path) -> Path:
@@ -25,9 +221,13 @@ def resolve_storage_state_path(value: str, data_dir: Path) -> Path:
     if not resolved.is_relative_to(root):
         raise StateFileError("storageStatePath must point inside the service's data directory.")
     private_dirs = (root / "profiles", root / "credentials")
-    if any(resolved.is_relative_to(folder) for folder in private_dirs) or resolved.name.startswith("db.sqlite3"):
+    service_files = resolved.parent == root and (
+        resolved.name.startswith("db.sqlite3") or resolved.name == "secret_key"
+    )
+    if any(resolved.is_relative_to(folder) for folder in private_dirs) or service_files:
         raise StateFileError(
-            "storageStatePath may not point at a profile, a credential or the database; use `profile` for profiles."
+            "storageStatePath may not point at a profile, a credential or the service's own files; "
+            "use `profile` for profiles."
         )
     try:
         info = resolved.stat()

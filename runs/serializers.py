@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from rest_framework import serializers
 
-from profiles.store import StateFileError, profile_path, resolve_storage_state_path
+from profiles.store import NAME_PATTERN, StateFileError, profile_path, resolve_storage_state_path
 from runs.engine.netpolicy import literal_private_host
 from runs.models import Run, Step
 from runs.services import screenshot_url
 
-NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,64}$")
 URL_MAX_LENGTH = 2048
 
 

@@ -31,12 +31,17 @@ def screenshot_url(run_id: str, index: int) -> str:
     return f"/api/runs/{run_id}/steps/{index}/screenshot"
 
 
-def run_submit(*, spec: dict, query: str | None = None, batch: Batch | None = None) -> Run:
-    """Persist a validated spec as a queued run, publish run-queued, and enqueue it after commit."""
+def run_submit(*, spec: dict, query: str | None = None, batch: Batch | None = None, enqueue: bool = True) -> Run:
+    """Persist a validated spec as a queued run, publish run-queued, and enqueue it after commit.
+
+    enqueue=False is for callers that execute the run in their own process (the CLI); if they die before
+    claiming it, the run stays queued and visible, and can be cancelled.
+    """
     with transaction.atomic():
         run = Run.objects.create(kind=spec["kind"], url=spec["url"], spec=spec, query=query, batch=batch)
         events.event_run_queued(run)
-        _enqueue(run)
+        if enqueue:
+            _enqueue(run)
     return run
 
 

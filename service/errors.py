@@ -36,7 +36,7 @@ _CODES: dict[type[exceptions.APIException], str] = {
 }
 
 
-def _flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
+def flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     """DRF nests errors for nested serializers; we report them under dotted names."""
     fields: dict[str, list[str]] = {}
     if isinstance(detail, dict):
@@ -44,12 +44,12 @@ def _flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
             name = f"{prefix}.{key}" if prefix else str(key)
             if key == "non_field_errors" and prefix:
                 name = prefix
-            fields.update(_flatten_fields(value, name))
+            fields.update(flatten_fields(value, name))
     elif isinstance(detail, list) and detail and all(isinstance(item, str) for item in detail):
         fields[prefix or "request"] = [str(item) for item in detail]
     elif isinstance(detail, list):
         for index, value in enumerate(detail):
-            fields.update(_flatten_fields(value, f"{prefix}.{index}" if prefix else str(index)))
+            fields.update(flatten_fields(value, f"{prefix}.{index}" if prefix else str(index)))
     else:
         fields[prefix or "request"] = [str(detail)]
     return fields
@@ -69,7 +69,7 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if isinstance(exc, ServiceError):
         body = error_body(exc.error_code, str(exc.detail), exc.fields)
     elif isinstance(exc, exceptions.ValidationError):
-        fields = _flatten_fields(exc.detail)
+        fields = flatten_fields(exc.detail)
         code = getattr(context.get("view"), "invalid_code", "invalid_request")
         first = next(iter(fields.items()))
         message = f"{first[0]}: {first[1][0]}" if first[0] != "request" else first[1][0]

@@ -4,12 +4,14 @@ from django.contrib import admin
 from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
+from profiles.views import ProfileViewSet
 from runs.views import RunViewSet
 from service import views
 from service.errors import api_not_found
 
 router = SimpleRouter(trailing_slash=False)
 router.register("runs", RunViewSet, basename="run")
+router.register("profiles", ProfileViewSet, basename="profile")
 
 api = [
     path("health", views.health, name="health"),

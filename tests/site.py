@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -65,6 +66,28 @@ def numbered_page(n: int) -> str:
     )
 
 
+LOGIN_USER, LOGIN_PASSWORD = "ada", "lovelace-canary-pw"
+
+LOGIN_PAGE = """<!doctype html><html><head><title>Sign in</title></head><body>
+<h1>Sign in</h1>
+<form method="post" action="/login">
+<label>User <input name="username" id="username"></label>
+<label>Password <input name="password" id="password" type="password"></label>
+<button type="submit" id="submit">Sign in</button>
+</form></body></html>"""
+
+MEMBERS_PAGE = """<!doctype html><html><head><title>Members</title></head><body><main>
+<h1>Members area</h1><p>Welcome back, {user}. Your balance is 42 coins.</p>
+<script>localStorage.setItem('token', 'members-token');</script>
+</main></body></html>"""
+
+APP_PAGE = """<!doctype html><html><head><title>App</title></head><body><main><h1 id="state"></h1>
+<script>
+document.getElementById('state').textContent =
+  localStorage.getItem('token') === 'members-token' ? 'Token accepted' : 'No token';
+</script></main></body></html>"""
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -81,12 +104,44 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _session_user(self) -> str | None:
+        for part in (self.headers.get("Cookie") or "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == "sid" and value in self.server.sessions:
+                return self.server.sessions[value]
+        return None
+
+    def do_POST(self):
+        if urlsplit(self.path).path != "/login":
+            self._send(404, "<html><body>unknown</body></html>")
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        form = parse_qs(self.rfile.read(length).decode())
+        if form.get("username") == [LOGIN_USER] and form.get("password") == [LOGIN_PASSWORD]:
+            sid = f"canary-session-{uuid.uuid4().hex}"
+            self.server.sessions[sid] = LOGIN_USER
+            expires = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30 * 86400))
+            cookie = f"sid={sid}; Path=/; HttpOnly; Expires={expires}"
+            self._send(303, "", headers=[("Location", "/members"), ("Set-Cookie", cookie)])
+        else:
+            self._send(401, LOGIN_PAGE)
+
     def do_GET(self):
         parts = urlsplit(self.path)
         query = parse_qs(parts.query)
         path = parts.path
         if path == "/static":
             self._send(200, STATIC_PAGE)
+        elif path == "/login":
+            self._send(200, LOGIN_PAGE)
+        elif path == "/members":
+            user = self._session_user()
+            if user is None:
+                self._send(302, "", headers=[("Location", "/login?next=/members")])
+            else:
+                self._send(200, MEMBERS_PAGE.format(user=user))
+        elif path == "/app":
+            self._send(200, APP_PAGE)
         elif path == "/js":
             self._send(200, JS_PAGE)
         elif path == "/long":
@@ -130,6 +185,7 @@ class TestSite:
     def __init__(self):
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        self.server.sessions = {}
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property

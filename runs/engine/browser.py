@@ -58,9 +58,10 @@ def find_system_executable(configured: str | None = None) -> str | None:
 class Browser:
     """A Chromium started lazily on first use and restarted if it crashed."""
 
-    def __init__(self, executable: str | None = None, extra_args: Sequence[str] = ()):
+    def __init__(self, executable: str | None = None, extra_args: Sequence[str] = (), *, headless: bool = True):
         self._executable = executable
         self._extra_args = tuple(extra_args)
+        self._headless = headless
         self._playwright: Playwright | None = None
         self._browser: PlaywrightBrowser | None = None
 
@@ -73,7 +74,7 @@ class Browser:
         log.info("starting Chromium %s", executable or "(Playwright's own)")
         self._browser = self._playwright.chromium.launch(
             executable_path=executable,
-            headless=True,
+            headless=self._headless,
             args=[*LAUNCH_ARGS, *self._extra_args],
         )
         return self._browser

@@ -35,6 +35,7 @@ def api_routes() -> list[str]:
             continue
         route = re.sub(r"\(\?P<pk>[^)]*\)", "00000000-0000-0000-0000-000000000000", route)
         route = re.sub(r"\(\?P<index>[^)]*\)", "0", route)
+        route = re.sub(r"\(\?P<name>[^)]*\)", "some-name", route)
         route = re.sub(r"\(\?P<format>[^)]*\)", "json", route)
         route = route.replace("<drf_format_suffix:format>", "json").replace(".*", "anything")
         route = re.sub(r"[\\^$?]", "", route).replace("/.", ".")

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from profiles.store import NAME_PATTERN
+
+
+class ProfileImportSerializer(serializers.Serializer):
+    name = serializers.RegexField(
+        NAME_PATTERN, max_length=64, error_messages={"invalid": "1 to 64 characters of a-z, 0-9, '-' and '_'."}
+    )
+    state = serializers.JSONField()
+    overwrite = serializers.BooleanField(default=False)
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(set(data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError({name: ["This field is not allowed."] for name in unknown})
+        return super().to_internal_value(data)
+
+
+class CookieSummarySerializer(serializers.Serializer):
+    cookieCount = serializers.IntegerField()
+    domains = serializers.ListField(child=serializers.CharField())
+    earliestExpiry = serializers.DateTimeField(allow_null=True)
+    expired = serializers.IntegerField()
+    expiringWithin7Days = serializers.IntegerField()
+    sessionOnly = serializers.IntegerField()
+    originsWithStorage = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=["fresh", "expiring", "expired", "session-only", "empty"])
+
+
+class ProfileSerializer(serializers.Serializer):
+    """Metadata and cookie summary only: the state itself is never serialized."""
+
+    name = serializers.CharField()
+    updatedAt = serializers.DateTimeField()
+    size = serializers.IntegerField()
+    cookies = CookieSummarySerializer()

@@ -1,0 +1,100 @@
+"""A state taken from a real browser login, imported as a profile, lets runs see members-only pages."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+import pytest
+from django.db import connection
+
+from runs.jobs import execute_run
+from runs.models import Event, Run
+from tests.site import LOGIN_PASSWORD, LOGIN_USER
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def real_login_state(browser, site) -> dict:
+    """Log in through the site's form in Chromium and take the context's storage state."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(site.url("/login"))
+        page.fill("#username", LOGIN_USER)
+        page.fill("#password", LOGIN_PASSWORD)
+        page.click("#submit")
+        page.wait_for_url("**/members")
+        return context.storage_state()
+    finally:
+        context.close()
+
+
+def session_cookie(state: dict) -> str:
+    return next(c["value"] for c in state["cookies"] if c["name"] == "sid")
+
+
+def test_profile_run_sees_the_members_page_and_a_plain_run_sees_the_login_page(api, site, browser, data_dir):
+    state = real_login_state(browser, site)
+    canary = session_cookie(state)
+    imported = api.post("/api/profiles/import", {"name": "members", "state": state}, format="json")
+    assert imported.status_code == 201
+    assert imported.json()["cookies"]["status"] == "fresh"
+
+    with_profile = api.post(
+        "/api/runs", {"kind": "fetch", "url": site.url("/members"), "profile": "members"}, format="json"
+    ).json()
+    without = api.post("/api/runs", {"kind": "fetch", "url": site.url("/members")}, format="json").json()
+    for run in (with_profile, without):
+        execute_run(run["id"])
+    logged_in = api.get(f"/api/runs/{with_profile['id']}").json()
+    logged_out = api.get(f"/api/runs/{without['id']}").json()
+    assert logged_in["status"] == "succeeded"
+    assert "Welcome back, ada" in logged_in["result"]["markdown"]
+    assert logged_in["result"]["finalUrl"] == site.url("/members")
+    assert logged_out["result"]["finalUrl"] == site.url("/login?next=/members")
+    assert "Welcome back" not in logged_out["result"]["markdown"]
+
+    # localStorage from the profile reaches the page too.
+    app_run = api.post(
+        "/api/runs",
+        {"kind": "fetch", "url": site.url("/app"), "profile": "members", "options": {"mainContent": False}},
+        format="json",
+    ).json()
+    execute_run(app_run["id"])
+    assert "Token accepted" in api.get(f"/api/runs/{app_run['id']}").json()["result"]["markdown"]
+
+    # The canary session cookie is nowhere but in the profile file.
+    responses = json.dumps([logged_in, logged_out, api.get("/api/runs").json(), api.get("/api/profiles").json()])
+    assert canary not in responses
+    assert not any(canary in json.dumps(e.frame()) for e in Event.objects.all())
+    assert not any(canary in json.dumps(r.spec) + json.dumps(r.result) for r in Run.objects.all())
+    with sqlite3.connect(connection.settings_dict["NAME"]) as database:
+        assert canary not in "\n".join(database.iterdump())
+    assert canary in (data_dir / "profiles" / "members.json").read_text()
+
+
+def test_storage_state_path_run_is_logged_in(api, site, browser, data_dir):
+    state_file = data_dir / "states" / "members.json"
+    state_file.parent.mkdir()
+    state_file.write_text(json.dumps(real_login_state(browser, site)))
+    os.chmod(state_file, 0o600)
+    run = api.post(
+        "/api/runs",
+        {"kind": "fetch", "url": site.url("/members"), "storageStatePath": "states/members.json"},
+        format="json",
+    ).json()
+    execute_run(run["id"])
+    assert "Welcome back, ada" in api.get(f"/api/runs/{run['id']}").json()["result"]["markdown"]
+
+
+def test_a_profile_deleted_after_submit_fails_the_run_clearly(api, site):
+    api.post("/api/profiles/import", {"name": "gone", "state": {"cookies": [], "origins": []}}, format="json")
+    run = api.post("/api/runs", {"kind": "fetch", "url": site.url("/static"), "profile": "gone"}, format="json").json()
+    api.delete("/api/profiles/gone")
+    execute_run(run["id"])
+    assert api.get(f"/api/runs/{run['id']}").json()["error"] == {
+        "code": "unknown_profile",
+        "message": "The profile 'gone' no longer exists.",
+    }
