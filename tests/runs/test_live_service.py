@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sqlite3
 import time
 
 import pytest
 import requests
+from websockets.sync.client import connect
 
-from tests.live import LiveService, chromium_pids
+from tests.live import KEY, LiveService, chromium_pids
+from tests.site import LOGIN_PASSWORD, LOGIN_USER
 
 pytestmark = pytest.mark.live
 
@@ -86,3 +90,38 @@ def test_sigterm_stops_serve_cleanly_without_orphan_chromium(tmp_path, site):
     assert chromium_pids(live.marker) == []
     with pytest.raises(requests.ConnectionError):
         requests.get(live.base_url + "/api/health", timeout=2)
+
+
+def test_profile_state_never_reaches_logs_database_responses_or_events(service, site, browser):
+    context = browser.new_context()
+    page = context.new_page()
+    page.goto(site.url("/login"))
+    page.fill("#username", LOGIN_USER)
+    page.fill("#password", LOGIN_PASSWORD)
+    page.click("#submit")
+    page.wait_for_url("**/members")
+    state = context.storage_state()
+    context.close()
+    canary = next(c["value"] for c in state["cookies"] if c["name"] == "sid")
+    imported = service.post("/api/profiles/import", {"name": "canary", "state": state})
+    assert imported.status_code == 201
+    with connect(f"{service.events_url}?after=0", additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+        run = service.submit({"kind": "fetch", "url": site.url("/members"), "profile": "canary"})
+        frames = []
+        while not frames or not (frames[-1]["type"] == "run-finished" and frames[-1]["runId"] == run["id"]):
+            frames.append(json.loads(ws.recv(timeout=30)))
+    done = service.get(f"/api/runs/{run['id']}")
+    assert "Welcome back, ada" in done.json()["result"]["markdown"]
+    seen = [
+        imported.text,
+        done.text,
+        service.get("/api/runs").text,
+        service.get("/api/profiles").text,
+        service.get("/api/profiles/canary").text,
+        json.dumps(frames),
+        service.log_path.read_text(),
+    ]
+    assert not any(canary in text for text in seen)
+    with sqlite3.connect(service.data_dir / "db.sqlite3") as database:
+        assert canary not in "\n".join(database.iterdump())
+    assert canary in (service.data_dir / "profiles" / "canary.json").read_text()
