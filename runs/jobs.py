@@ -12,7 +12,9 @@ from django.conf import settings
 from profiles.store import StateFileError, profile_path, resolve_storage_state_path
 from runs import services
 from runs.engine.browser import Browser, process_browser
+from runs.engine.extract import ExtractSpec, SchemaMismatch, extract
 from runs.engine.fetch import fetch
+from runs.engine.models import ModelSettings, make_model
 from runs.engine.spec import EngineError, FetchOptions, FetchSpec, RunAborted
 from runs.models import Run
 
@@ -93,13 +95,41 @@ def fetch_spec(spec: dict) -> FetchSpec:
     )
 
 
-def _execute(run: Run, recorder: RunRecorder) -> dict:
+def model_settings(spec: dict) -> ModelSettings | None:
+    """The configured provider, with the run's options.model overriding the model name."""
+    if not settings.MODEL_PROVIDER:
+        return None
+    openai = settings.MODEL_PROVIDER == "openai"
+    return ModelSettings(
+        provider=settings.MODEL_PROVIDER,
+        name=(spec.get("options") or {}).get("model") or settings.MODEL_NAME,
+        api_key=settings.OPENAI_API_KEY if openai else settings.ANTHROPIC_API_KEY,
+        base_url=settings.OPENAI_BASE_URL if openai else settings.ANTHROPIC_BASE_URL,
+    )
+
+
+class Outcome:
+    """What a run produced: its result and the model tokens it used."""
+
+    def __init__(self, result: object, input_tokens: int = 0, output_tokens: int = 0):
+        self.result = result
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+
+
+def _execute(run: Run, recorder: RunRecorder) -> Outcome:
     if run.kind == Run.Kind.FETCH:
-        return fetch(fetch_spec(run.spec), recorder, worker_browser()).to_dict()
+        return Outcome(fetch(fetch_spec(run.spec), recorder, worker_browser()).to_dict())
+    if run.kind == Run.Kind.EXTRACT:
+        model_config = model_settings(run.spec)
+        spec = ExtractSpec(
+            page=fetch_spec(run.spec), schema=run.spec["schema"], instruction=run.spec.get("instruction", "")
+        )
+        done = extract(spec, recorder, worker_browser(), make_model(model_config) if model_config else None)
+        return Outcome(done.data, done.input_tokens, done.output_tokens)
     raise EngineError(
         "not_implemented",
-        f"Runs of kind {run.kind} are accepted but cannot execute yet: they need the model providers, "
-        "which are not built yet.",
+        f"Runs of kind {run.kind} are accepted but cannot execute yet: the browser agent is not built yet.",
     )
 
 
@@ -111,14 +141,23 @@ def execute_run(run_id: str) -> str:
     recorder = RunRecorder(run)
     started = time.monotonic()
 
-    def usage() -> dict:
-        return {"inputTokens": 0, "outputTokens": 0, "browserMs": int((time.monotonic() - started) * 1000)}
+    def usage(input_tokens: int = 0, output_tokens: int = 0) -> dict:
+        elapsed = int((time.monotonic() - started) * 1000)
+        return {"inputTokens": input_tokens, "outputTokens": output_tokens, "browserMs": elapsed}
 
     try:
-        result = _execute(run, recorder)
+        outcome = _execute(run, recorder)
     except RunAborted:
         log.info("run %s stopped: cancelled or taken over", run_id)
         return "aborted"
+    except SchemaMismatch as error:
+        services.run_finish(
+            run=run,
+            result=error.last_output,
+            error={"code": error.code, "message": error.message},
+            usage=usage(error.input_tokens, error.output_tokens),
+        )
+        return "failed"
     except EngineError as error:
         services.run_finish(run=run, error={"code": error.code, "message": error.message}, usage=usage())
         return "failed"
@@ -130,5 +169,5 @@ def execute_run(run_id: str) -> str:
             usage=usage(),
         )
         return "failed"
-    services.run_finish(run=run, result=result, usage=usage())
+    services.run_finish(run=run, result=outcome.result, usage=usage(outcome.input_tokens, outcome.output_tokens))
     return "succeeded"

@@ -149,8 +149,9 @@ class Run(models.Model):
             lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds),
         )
 
-    def finish(self, *, result: dict | None = None, error: dict | None = None, usage: dict | None = None) -> bool:
-        """succeeded (with a result) or failed (with an error); False if this attempt no longer owns the run."""
+    def finish(self, *, result: object = None, error: dict | None = None, usage: dict | None = None) -> bool:
+        """succeeded (with a result) or failed (with an error, and any partial result worth keeping);
+        False if this attempt no longer owns the run."""
         status = self.Status.FAILED if error else self.Status.SUCCEEDED
         self._check(status)
         guard = (

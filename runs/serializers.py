@@ -5,12 +5,15 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from jsonschema import SchemaError, validators
 from rest_framework import serializers
 
 from profiles.store import NAME_PATTERN, StateFileError, profile_path, resolve_storage_state_path
+from runs.engine.extract_rules import is_rule_schema
 from runs.engine.netpolicy import literal_private_host
 from runs.models import Run, Step
 from runs.services import screenshot_url
+from service.errors import ServiceError
 
 URL_MAX_LENGTH = 2048
 
@@ -48,6 +51,17 @@ def validate_storage_state_path(value: str) -> None:
         raise serializers.ValidationError(str(error)) from None
 
 
+def check_json_schema(schema: object) -> str | None:
+    """Why a value is not a usable JSON schema document, or None."""
+    if not isinstance(schema, dict):
+        return "An extract run needs a JSON schema object."
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except SchemaError as error:
+        return f"This is not a valid JSON schema: {error.message}"
+    return None
+
+
 class OptionsSerializer(StrictSerializer):
     mainContent = serializers.BooleanField(default=True)
     render = serializers.ChoiceField(choices=["auto", "browser", "http"], default="auto")
@@ -55,6 +69,7 @@ class OptionsSerializer(StrictSerializer):
     maxSteps = serializers.IntegerField(min_value=1, max_value=200, default=25)
     screenshots = serializers.BooleanField(default=True)
     waitFor = serializers.CharField(max_length=500, required=False, allow_null=True, allow_blank=False)
+    model = serializers.CharField(max_length=200, required=False, help_text="Model name for this run only.")
 
     def validate_timeoutMs(self, value: int) -> int:
         if value > settings.RUN_TIMEOUT_MAX_MS:
@@ -90,8 +105,10 @@ class RunSpecSerializer(StrictSerializer):
             for name in names - KIND_FIELDS[kind]:
                 if name in attrs:
                     errors[name] = [f"Only {other_kind} runs take {name}."]
-        if kind == "extract" and not isinstance(attrs.get("schema"), dict):
-            errors["schema"] = ["An extract run needs a JSON schema object."]
+        if kind == "extract":
+            schema_problem = check_json_schema(attrs.get("schema"))
+            if schema_problem:
+                errors["schema"] = [schema_problem]
         if kind == "agent" and not attrs.get("goal"):
             errors["goal"] = ["An agent run needs a goal."]
         if "profile" in attrs and "storageStatePath" in attrs:
@@ -100,6 +117,15 @@ class RunSpecSerializer(StrictSerializer):
             errors["profile"] = [f"There is no profile named {attrs['profile']!r}."]
         if errors:
             raise serializers.ValidationError(errors)
+        needs_model = kind == "agent" or (kind == "extract" and not is_rule_schema(attrs["schema"]))
+        if needs_model and not settings.MODEL_PROVIDER:
+            raise ServiceError(
+                "model_not_configured",
+                f"{'Agent runs' if kind == 'agent' else 'This extract schema'} need a model: set MODEL_PROVIDER "
+                "(openai or anthropic), MODEL_NAME and OPENAI_API_KEY (and OPENAI_BASE_URL for compatible "
+                "servers) or ANTHROPIC_API_KEY. Extraction without a model needs x-selector or x-source on "
+                "every field.",
+            )
         if "options" not in attrs:
             attrs["options"] = OptionsSerializer(data={}).run_validation({})
         return attrs

@@ -99,7 +99,7 @@ def run_record_step(
     return True
 
 
-def run_finish(*, run: Run, result: dict | None = None, error: dict | None = None, usage: dict | None = None) -> bool:
+def run_finish(*, run: Run, result: object = None, error: dict | None = None, usage: dict | None = None) -> bool:
     with transaction.atomic():
         if not run.finish(result=result, error=error, usage=usage):
             return False

@@ -11,12 +11,14 @@ from pathlib import Path
 
 import environ
 
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
+
 
 class ConfigError(Exception):
     """A configuration value that the service cannot start with; the message is one sentence."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Config:
     host: str
     port: int
@@ -31,6 +33,10 @@ class Config:
     searxng_url: str | None
     model_provider: str | None
     model_name: str | None
+    openai_api_key: str | None
+    openai_base_url: str | None
+    anthropic_api_key: str | None
+    anthropic_base_url: str | None
     run_max_attempts: int
     run_timeout_max_ms: int
     run_lease_seconds: int
@@ -191,7 +197,11 @@ def read_config(env: Mapping[str, str]) -> Config:
         allow_private_networks=_bool(env, "ALLOW_PRIVATE_NETWORKS", False),
         searxng_url=_url(env, "SEARXNG_URL", ("http", "https")),
         model_provider=provider,
-        model_name=_optional(env, "MODEL_NAME"),
+        model_name=_optional(env, "MODEL_NAME") or DEFAULT_MODELS.get(provider or ""),
+        openai_api_key=_optional(env, "OPENAI_API_KEY"),
+        openai_base_url=_url(env, "OPENAI_BASE_URL", ("http", "https")),
+        anthropic_api_key=_optional(env, "ANTHROPIC_API_KEY"),
+        anthropic_base_url=_url(env, "ANTHROPIC_BASE_URL", ("http", "https")),
         run_max_attempts=_int(env, "RUN_MAX_ATTEMPTS", 3, 1, 20),
         run_timeout_max_ms=run_timeout_max_ms,
         run_lease_seconds=_int(env, "RUN_LEASE_SECONDS", 20, 3, 3600),

@@ -39,6 +39,10 @@ REDIS_URL = CONFIG.redis_url
 SEARXNG_URL = CONFIG.searxng_url
 MODEL_PROVIDER = CONFIG.model_provider
 MODEL_NAME = CONFIG.model_name
+OPENAI_API_KEY = CONFIG.openai_api_key
+OPENAI_BASE_URL = CONFIG.openai_base_url
+ANTHROPIC_API_KEY = CONFIG.anthropic_api_key
+ANTHROPIC_BASE_URL = CONFIG.anthropic_base_url
 
 RUN_MAX_ATTEMPTS = CONFIG.run_max_attempts
 RUN_TIMEOUT_MAX_MS = CONFIG.run_timeout_max_ms

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import time
+from dataclasses import dataclass
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
@@ -143,8 +144,18 @@ def _observation(status: int, final_url: str, requested: str, title: str, conten
     return "\n".join(lines)
 
 
-def fetch(spec: FetchSpec, recorder: Recorder, browser: Browser) -> FetchResult:
-    """Load spec.url and convert it to Markdown, recording a navigate and a snapshot step.
+@dataclass(frozen=True)
+class LoadedPage:
+    url: str
+    final_url: str
+    status: int
+    title: str
+    html: str
+    links: list[str]
+
+
+def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser) -> LoadedPage:
+    """Load spec.url in a fresh context, wait for it to settle, record a navigate step (with the screenshot).
 
     Raises EngineError with a stable code for HTTP errors, timeouts, DNS and connection failures and
     responses that are not HTML.
@@ -186,42 +197,60 @@ def fetch(spec: FetchSpec, recorder: Recorder, browser: Browser) -> FetchResult:
                 )
             settle_ms = min(SETTLE_MAX_MS, _deadline_left(deadline))
             snapshot = page.evaluate(_SNAPSHOT_JS, [SETTLE_QUIET_MS, settle_ms])
-            title, page_html, links = snapshot["title"], snapshot["html"], snapshot["links"]
             final_url = page.url
             screenshot = capture_screenshot(page) if spec.options.screenshots else None
         except PlaywrightTimeout:
             raise _timeout_error(spec, "finish loading") from None
         except PlaywrightError as error:
             raise _navigation_error(error) from None
-        status = response.status
-        content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
-        recorder.step(
-            action="navigate",
-            url=final_url,
-            observation=_observation(status, final_url, spec.url, title, content_type),
-            screenshot=screenshot,
-            duration_ms=int((time.monotonic() - started) * 1000),
-        )
-        if status >= 400:
-            raise EngineError("http_error", f"The page answered HTTP {status}.")
-        if content_type and content_type not in HTML_TYPES:
-            raise EngineError("not_html", f"The response is {content_type}, not an HTML page.")
-        converting = time.monotonic()
-        markdown = to_markdown(page_html, main_content=spec.options.main_content, url=final_url)
-        recorder.step(
-            action="snapshot",
-            url=final_url,
-            observation=markdown,
-            screenshot=None,
-            duration_ms=int((time.monotonic() - converting) * 1000),
-        )
-        return FetchResult(
-            url=spec.url,
-            final_url=final_url,
-            status=status,
-            title=title,
-            markdown=markdown,
-            links=list(dict.fromkeys(link for link in links if link.startswith(("http://", "https://")))),
-        )
     finally:
         context.close()
+    status = response.status
+    content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+    recorder.step(
+        action="navigate",
+        url=final_url,
+        observation=_observation(status, final_url, spec.url, snapshot["title"], content_type),
+        screenshot=screenshot,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+    if status >= 400:
+        raise EngineError("http_error", f"The page answered HTTP {status}.")
+    if content_type and content_type not in HTML_TYPES:
+        raise EngineError("not_html", f"The response is {content_type}, not an HTML page.")
+    return LoadedPage(
+        url=spec.url,
+        final_url=final_url,
+        status=status,
+        title=snapshot["title"],
+        html=snapshot["html"],
+        links=list(dict.fromkeys(link for link in snapshot["links"] if link.startswith(("http://", "https://")))),
+    )
+
+
+def snapshot_markdown(loaded: LoadedPage, recorder: Recorder, *, main_content: bool) -> str:
+    """Convert the loaded page to Markdown and record it as the snapshot step's (complete) observation."""
+    converting = time.monotonic()
+    markdown = to_markdown(loaded.html, main_content=main_content, url=loaded.final_url)
+    recorder.step(
+        action="snapshot",
+        url=loaded.final_url,
+        observation=markdown,
+        screenshot=None,
+        duration_ms=int((time.monotonic() - converting) * 1000),
+    )
+    return markdown
+
+
+def fetch(spec: FetchSpec, recorder: Recorder, browser: Browser) -> FetchResult:
+    """Load spec.url and convert it to Markdown, recording a navigate and a snapshot step."""
+    loaded = load_page(spec, recorder, browser)
+    markdown = snapshot_markdown(loaded, recorder, main_content=spec.options.main_content)
+    return FetchResult(
+        url=loaded.url,
+        final_url=loaded.final_url,
+        status=loaded.status,
+        title=loaded.title,
+        markdown=markdown,
+        links=loaded.links,
+    )

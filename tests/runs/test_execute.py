@@ -61,8 +61,9 @@ def test_dns_failure_fails_the_run():
     assert run.error["code"] == "dns_error"
 
 
-def test_extract_runs_fail_clearly_until_model_providers_exist(site):
-    run = submit(site.url("/static"), kind="extract", schema={"type": "object"})
+def test_agent_runs_fail_clearly_until_the_agent_exists(site, settings):
+    settings.MODEL_PROVIDER = "openai"
+    run = submit(site.url("/static"), kind="agent", goal="find the price")
     execute_run(str(run.id))
     run.refresh_from_db()
     assert run.status == "failed"

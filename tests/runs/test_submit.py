@@ -54,7 +54,8 @@ def test_fetch_run_is_queued_with_defaults_filled_in(api):
     assert OrmQ.objects.count() == 1  # enqueued after commit
 
 
-def test_extract_and_agent_specs_are_accepted_into_the_queue(api):
+def test_extract_and_agent_specs_are_accepted_into_the_queue(api, settings):
+    settings.MODEL_PROVIDER = "openai"
     extract = post(
         api, {"kind": "extract", "url": "https://example.com", "schema": {"type": "object"}, "instruction": "the title"}
     )
@@ -81,6 +82,7 @@ def error(response) -> dict:
         ({"kind": "fetch", "url": "https://example.com", "options": {"timeoutMs": 10}}, "options.timeoutMs"),
         ({"kind": "fetch", "url": "https://example.com", "goal": "x"}, "goal"),
         ({"kind": "extract", "url": "https://example.com"}, "schema"),
+        ({"kind": "extract", "url": "https://example.com", "schema": {"type": 7}}, "schema"),
         ({"kind": "agent", "url": "https://example.com"}, "goal"),
         ({"kind": "fetch", "url": "https://example.com", "profile": "Bad Name"}, "profile"),
         ({"kind": "fetch", "url": "https://example.com", "profile": "nobody"}, "profile"),

@@ -1,0 +1,249 @@
+"""Extraction without a model: CSS selectors and schema.org data (JSON-LD, microdata), driven by the schema.
+
+A leaf field carries either
+  "x-selector": a CSS selector (its text, or the attribute named by "x-attr"), or
+  "x-source": "jsonld" | "microdata" | "structured" (JSON-LD first, then microdata), with "x-property": a dotted
+              schema.org path such as "offers.price", or a list of paths tried in order (default: the field
+              name), and optionally "x-type" (default
+              from the nearest object above that names one, else the first item found).
+A leaf may add "x-fallback": a list of such rules, tried in order when the first finds nothing.
+An array field with "x-selector" yields one item per match; its item schema's selectors are relative to it.
+Deterministic and free: no model is called.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import extruct
+from lxml import html as lxml_html
+from lxml.cssselect import CSSSelector, SelectorError
+
+SOURCES = ("jsonld", "microdata", "structured")
+_SCHEMA_ORG = re.compile(r"^https?://schema\.org/", re.IGNORECASE)
+_NUMBER = re.compile(r"-?\d[\d.,\s]*")
+
+
+class RuleError(ValueError):
+    """A schema whose rules cannot be applied (bad selector, unknown source)."""
+
+
+def is_rule_schema(schema: dict) -> bool:
+    """True when every leaf of the schema says where its value comes from."""
+
+    def leaves_ok(node: Any) -> bool:
+        if not isinstance(node, dict):
+            return False
+        if "x-selector" in node or "x-source" in node:
+            if node.get("type") == "object" or (node.get("type") == "array" and "x-selector" not in node):
+                return leaves_ok_children(node)
+            return True
+        return leaves_ok_children(node) if node.get("type") in ("object", "array") else False
+
+    def leaves_ok_children(node: dict) -> bool:
+        if node.get("type") == "object":
+            properties = node.get("properties") or {}
+            return bool(properties) and all(leaves_ok(child) for child in properties.values())
+        if node.get("type") == "array":
+            items = node.get("items") or {}
+            if items.get("type") in ("object", "array"):
+                return leaves_ok_children(items) if "x-selector" in node else leaves_ok(items)
+            return "x-selector" in node or "x-source" in node or leaves_ok(items)
+        return False
+
+    return isinstance(schema, dict) and leaves_ok(schema)
+
+
+def _types(item: dict) -> list[str]:
+    kind = item.get("@type") or item.get("type") or []
+    kinds = kind if isinstance(kind, list) else [kind]
+    return [_SCHEMA_ORG.sub("", str(k)) for k in kinds]
+
+
+def _walk_items(node: Any):
+    """Every schema.org item, including those nested in @graph, lists and properties."""
+    if isinstance(node, list):
+        for child in node:
+            yield from _walk_items(child)
+    elif isinstance(node, dict):
+        if "@type" in node or "type" in node:
+            yield node
+        for key, child in node.items():
+            if key in ("@graph", "properties") or isinstance(child, (list, dict)):
+                yield from _walk_items(child)
+
+
+def _lookup(item: Any, path: list[str]) -> Any:
+    if not path:
+        return item
+    if isinstance(item, list):
+        for element in item:
+            found = _lookup(element, path)
+            if found not in (None, "", []):
+                return found
+        return None
+    if not isinstance(item, dict):
+        return None
+    container = item.get("properties") if isinstance(item.get("properties"), dict) else item
+    return _lookup(container.get(path[0]), path[1:])
+
+
+def _plain(value: Any) -> Any:
+    """schema.org values as a user wants them: enumeration URLs to their name, single-element lists unwrapped."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if isinstance(value, dict) and "@value" in value:
+        value = value["@value"]
+    if isinstance(value, str):
+        value = _SCHEMA_ORG.sub("", value.strip())
+    return value
+
+
+def _coerce(value: Any, schema: dict) -> Any:
+    if value is None:
+        return None
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if isinstance(value, str) and ("number" in kinds or "integer" in kinds) and "string" not in kinds:
+        match = _NUMBER.search(value)
+        if not match:
+            return None
+        number = _parse_number(match.group())
+        if number is None:
+            return None
+        return int(number) if "integer" in kinds and "number" not in kinds else number
+    if isinstance(value, (int, float)) and "string" in kinds and "number" not in kinds:
+        return str(value)
+    if isinstance(value, str) and "boolean" in kinds:
+        return value.strip().lower() in {"true", "yes", "1", "instock", "in stock"}
+    return value
+
+
+def _parse_number(text: str) -> float | None:
+    digits = re.sub(r"\s", "", text)
+    if "," in digits and "." in digits:
+        # The later separator is the decimal one: 1.234,56 or 1,234.56
+        decimal = "," if digits.rfind(",") > digits.rfind(".") else "."
+        digits = digits.replace("." if decimal == "," else ",", "").replace(",", ".")
+    elif "," in digits:
+        head, _, tail = digits.rpartition(",")
+        digits = digits.replace(",", "") if len(tail) == 3 and head else digits.replace(",", ".")
+    try:
+        return float(digits)
+    except ValueError:
+        return None
+
+
+class _Page:
+    def __init__(self, page_html: str, url: str | None):
+        self.html = page_html
+        self.url = url
+        self._tree = None
+        self._structured: dict[str, list[dict]] | None = None
+
+    @property
+    def tree(self):
+        if self._tree is None:
+            self._tree = lxml_html.fromstring(self.html)
+            if self.url:
+                self._tree.make_links_absolute(self.url, resolve_base_href=True, handle_failures="ignore")
+        return self._tree
+
+    def structured(self, source: str) -> list[dict]:
+        if self._structured is None:
+            try:
+                data = extruct.extract(
+                    self.html, base_url=self.url, syntaxes=["json-ld", "microdata"], uniform=True, errors="ignore"
+                )
+            except Exception:  # a page with broken markup has no usable structured data
+                data = {}
+            self._structured = {
+                "jsonld": list(_walk_items(data.get("json-ld", []))),
+                "microdata": list(_walk_items(data.get("microdata", []))),
+            }
+        if source == "structured":
+            return self._structured["jsonld"] + self._structured["microdata"]
+        return self._structured[source]
+
+
+def _select(element, selector: str) -> list:
+    try:
+        return CSSSelector(selector)(element)
+    except SelectorError as error:
+        raise RuleError(f"x-selector {selector!r} is not a valid CSS selector ({error}).") from None
+
+
+def _element_value(element, schema: dict) -> Any:
+    attribute = schema.get("x-attr")
+    if attribute:
+        return element.get(attribute)
+    return " ".join(element.text_content().split())
+
+
+def _structured_value(page: _Page, name: str, schema: dict, item_type: str | None) -> Any:
+    source = schema["x-source"]
+    if source not in SOURCES:
+        raise RuleError(f"x-source must be one of {', '.join(SOURCES)}, got {source!r}.")
+    paths = schema.get("x-property") or name
+    paths = paths if isinstance(paths, list) else [paths]
+    wanted = schema.get("x-type") or item_type
+    items = page.structured(source)
+    if wanted:
+        items = [item for item in items if wanted in _types(item)]
+    for path in paths:  # fallbacks in order, e.g. ["offers.price", "offers.lowPrice"]
+        for item in items:
+            value = _plain(_lookup(item, str(path).split(".")))
+            if value not in (None, "", []):
+                return value
+    return None
+
+
+def _extract(node_schema: dict, name: str, scope, page: _Page, item_type: str | None) -> Any:
+    kind = node_schema.get("type")
+    item_type = node_schema.get("x-type", item_type)
+    if kind == "object" and "properties" in node_schema:
+        target = scope
+        if "x-selector" in node_schema:
+            matches = _select(scope, node_schema["x-selector"])
+            if not matches:
+                return None
+            target = matches[0]
+        return {key: _extract(child, key, target, page, item_type) for key, child in node_schema["properties"].items()}
+    if kind == "array":
+        items_schema = node_schema.get("items") or {}
+        if "x-selector" in node_schema:
+            elements = _select(scope, node_schema["x-selector"])
+            if items_schema.get("type") == "object":
+                return [
+                    {
+                        key: _extract(child, key, element, page, item_type)
+                        for key, child in (items_schema.get("properties") or {}).items()
+                    }
+                    for element in elements
+                ]
+            return [_coerce(_element_value(element, items_schema), items_schema) for element in elements]
+        if "x-source" in node_schema:
+            value = _structured_value(page, name, node_schema, item_type)
+            values = value if isinstance(value, list) else ([] if value is None else [value])
+            return [_coerce(_plain(v), items_schema) for v in values]
+    for rule in (node_schema, *node_schema.get("x-fallback", [])):
+        value = _leaf_value(rule, name, scope, page, item_type)
+        if value not in (None, "", []):
+            return _coerce(value, node_schema)
+    return None
+
+
+def _leaf_value(rule: dict, name: str, scope, page: _Page, item_type: str | None) -> Any:
+    if "x-selector" in rule:
+        matches = _select(scope, rule["x-selector"])
+        return _element_value(matches[0], rule) if matches else None
+    if "x-source" in rule:
+        return _structured_value(page, name, rule, item_type)
+    return None
+
+
+def extract_by_rules(page_html: str, schema: dict, *, url: str | None = None) -> Any:
+    """Apply the schema's selectors and sources to the page; missing values come back as null."""
+    page = _Page(page_html, url)
+    return _extract(schema, "", page.tree, page, schema.get("x-type"))
