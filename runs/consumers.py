@@ -110,6 +110,9 @@ class EventsConsumer(AsyncWebsocketConsumer):
         self._inbox: asyncio.Queue[Batch | None] = asyncio.Queue()
         self._sender: asyncio.Task | None = None
         self._guard: stream.GapGuard | None = None
+        # "From now" means from before the handshake completes: a client that submits right after connecting
+        # must see its run's first event.
+        now = await database_sync_to_async(stream.latest_event_id)()
         await self.accept()
         if not await _authenticate(self.scope):
             await self.close(code=CLOSE_UNAUTHENTICATED, reason="unauthenticated")
@@ -130,7 +133,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
         if await database_sync_to_async(stream.needs_gap_guard)():
             self._guard = stream.GapGuard()
         if cursor is None:
-            self.cursor = await database_sync_to_async(stream.latest_event_id)()
+            self.cursor = now
         else:
             self.cursor = cursor
             oldest = await database_sync_to_async(stream.oldest_event_id)()

@@ -9,8 +9,10 @@ import time
 
 from django.conf import settings
 
-from profiles.store import StateFileError, profile_path, resolve_storage_state_path
+from profiles.credentials import CredentialNotFound, CredentialStore
+from profiles.store import ProfileStore, StateFileError, profile_path, resolve_storage_state_path
 from runs import services
+from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.browser import Browser, process_browser
 from runs.engine.extract import ExtractSpec, SchemaMismatch, extract
 from runs.engine.fetch import fetch
@@ -127,10 +129,32 @@ def _execute(run: Run, recorder: RunRecorder) -> Outcome:
         )
         done = extract(spec, recorder, worker_browser(), make_model(model_config) if model_config else None)
         return Outcome(done.data, done.input_tokens, done.output_tokens)
-    raise EngineError(
-        "not_implemented",
-        f"Runs of kind {run.kind} are accepted but cannot execute yet: the browser agent is not built yet.",
+    return _execute_agent(run, recorder)
+
+
+def _execute_agent(run: Run, recorder: RunRecorder) -> Outcome:
+    model_config = model_settings(run.spec)
+    if model_config is None:
+        raise EngineError("model_not_configured", "Agent runs need a model, and no MODEL_PROVIDER is set.")
+    credential = None
+    if run.spec.get("cred"):
+        try:
+            credential = CredentialStore(settings.DATA_DIR).read(run.spec["cred"])
+        except CredentialNotFound:
+            raise EngineError("unknown_credential", f"The credential {run.spec['cred']!r} no longer exists.") from None
+    options = run.spec.get("options") or {}
+    spec = AgentSpec(
+        page=fetch_spec(run.spec),
+        goal=run.spec["goal"],
+        max_steps=options.get("maxSteps", 25),
+        credential=credential,
+        output_schema=options.get("outputSchema"),
+        keep_storage_state=bool(run.spec.get("saveProfile")),
     )
+    done = run_agent(spec, recorder, worker_browser(), make_model(model_config))
+    if done.storage_state is not None:
+        ProfileStore(settings.DATA_DIR).write(run.spec["saveProfile"], done.storage_state, overwrite=True)
+    return Outcome(done.output, done.input_tokens, done.output_tokens)
 
 
 def execute_run(run_id: str) -> str:
@@ -159,7 +183,9 @@ def execute_run(run_id: str) -> str:
         )
         return "failed"
     except EngineError as error:
-        services.run_finish(run=run, error={"code": error.code, "message": error.message}, usage=usage())
+        # An agent that failed had still spent tokens (AgentFailed carries them).
+        spent = usage(getattr(error, "input_tokens", 0), getattr(error, "output_tokens", 0))
+        services.run_finish(run=run, error={"code": error.code, "message": error.message}, usage=spent)
         return "failed"
     except Exception:
         log.exception("run %s crashed", run_id)

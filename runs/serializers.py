@@ -8,6 +8,7 @@ from django.conf import settings
 from jsonschema import SchemaError, validators
 from rest_framework import serializers
 
+from profiles.credentials import CredentialStore
 from profiles.store import NAME_PATTERN, StateFileError, profile_path, resolve_storage_state_path
 from runs.engine.extract_rules import is_rule_schema
 from runs.engine.netpolicy import literal_private_host
@@ -70,6 +71,13 @@ class OptionsSerializer(StrictSerializer):
     screenshots = serializers.BooleanField(default=True)
     waitFor = serializers.CharField(max_length=500, required=False, allow_null=True, allow_blank=False)
     model = serializers.CharField(max_length=200, required=False, help_text="Model name for this run only.")
+    outputSchema = serializers.JSONField(required=False, help_text="Agent runs: a JSON schema for the output.")
+
+    def validate_outputSchema(self, value: object) -> object:
+        problem = check_json_schema(value)
+        if problem:
+            raise serializers.ValidationError(problem.replace("An extract run needs", "outputSchema must be"))
+        return value
 
     def validate_timeoutMs(self, value: int) -> int:
         if value > settings.RUN_TIMEOUT_MAX_MS:
@@ -111,6 +119,8 @@ class RunSpecSerializer(StrictSerializer):
                 errors["schema"] = [schema_problem]
         if kind == "agent" and not attrs.get("goal"):
             errors["goal"] = ["An agent run needs a goal."]
+        if "cred" in attrs and not CredentialStore(settings.DATA_DIR).exists(attrs["cred"]):
+            errors["cred"] = [f"There is no credential named {attrs['cred']!r}; create it with `manage.py cred set`."]
         if "profile" in attrs and "storageStatePath" in attrs:
             errors["profile"] = ["Give either profile or storageStatePath, not both."]
         elif "profile" in attrs and not profile_path(settings.DATA_DIR, attrs["profile"]).is_file():

@@ -32,7 +32,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ScriptedModelServer:
-    """answers: a list of strings (the model's text/JSON) or (status, error body) tuples for failures."""
+    """answers: strings (the model's text/JSON), {"tool": name, "args": {...}} for tool calls, or
+    (status, error body) tuples for failures."""
 
     def __init__(self, answers: list):
         self.answers = list(answers)
@@ -73,13 +74,22 @@ class ScriptedModelServer:
 class FakeOpenAI(ScriptedModelServer):
     """POST /v1/chat/completions, as OpenAI-compatible servers answer it."""
 
-    def reply(self, body: dict, text: str) -> dict:
+    def reply(self, body: dict, text) -> dict:
+        if isinstance(text, dict):
+            call = {
+                "id": f"call_{len(self.requests)}",
+                "type": "function",
+                "function": {"name": text["tool"], "arguments": json.dumps(text.get("args", {}))},
+            }
+            message, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
+        else:
+            message, finish = {"role": "assistant", "content": text}, "stop"
         return {
             "id": f"chatcmpl-{len(self.requests)}",
             "object": "chat.completion",
             "created": 1_700_000_000,
             "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150},
         }
 
@@ -87,14 +97,17 @@ class FakeOpenAI(ScriptedModelServer):
 class FakeAnthropic(ScriptedModelServer):
     """POST /v1/messages, answering with the forced tool call the request asks for."""
 
-    def reply(self, body: dict, text: str) -> dict:
-        tool = body["tools"][0]["name"]
+    def reply(self, body: dict, text) -> dict:
+        if isinstance(text, dict):
+            tool, tool_input = text["tool"], text.get("args", {})
+        else:
+            tool, tool_input = body["tools"][0]["name"], json.loads(text)
         return {
             "id": f"msg_{len(self.requests)}",
             "type": "message",
             "role": "assistant",
             "model": body["model"],
-            "content": [{"type": "tool_use", "id": "toolu_1", "name": tool, "input": json.loads(text)}],
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": tool, "input": tool_input}],
             "stop_reason": "tool_use",
             "stop_sequence": None,
             "usage": {"input_tokens": 200, "output_tokens": 40},

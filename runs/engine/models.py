@@ -37,8 +37,26 @@ class ModelReply:
     output_tokens: int
 
 
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: dict  # a JSON schema object
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    name: str
+    arguments: dict
+    input_tokens: int
+    output_tokens: int
+    text: str = ""
+
+
 class Model(Protocol):
     def complete_json(self, *, system: str, messages: list[dict], schema: dict) -> ModelReply: ...
+
+    def choose_tool(self, *, system: str, prompt: str, tools: list[ToolSpec]) -> ToolCall: ...
 
 
 class OpenAIModel:
@@ -68,6 +86,35 @@ class OpenAIModel:
         text = (choice.message.content or "") if choice else ""
         usage = response.usage
         return ModelReply(text, usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)
+
+    def choose_tool(self, *, system: str, prompt: str, tools: list[ToolSpec]) -> ToolCall:
+        try:
+            response = self.client.chat.completions.create(
+                model=self.settings.name,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                tools=[
+                    {
+                        "type": "function",
+                        "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                    }
+                    for t in tools
+                ],
+                tool_choice="required",
+                temperature=0,
+            )
+        except self._errors.APIError as error:
+            raise _provider_error(error) from None
+        usage = response.usage
+        tokens = (usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)
+        message = response.choices[0].message if response.choices else None
+        if not message or not message.tool_calls:
+            return ToolCall("", {}, *tokens, text=(message.content or "") if message else "")
+        call = message.tool_calls[0].function
+        try:
+            arguments = json.loads(call.arguments or "{}")
+        except ValueError:
+            arguments = {"_unparsed": call.arguments}
+        return ToolCall(call.name, arguments if isinstance(arguments, dict) else {}, *tokens)
 
 
 class AnthropicModel:
@@ -111,6 +158,25 @@ class AnthropicModel:
             if block.type == "text":
                 text = block.text
         return ModelReply(text, response.usage.input_tokens, response.usage.output_tokens)
+
+    def choose_tool(self, *, system: str, prompt: str, tools: list[ToolSpec]) -> ToolCall:
+        try:
+            response = self.client.messages.create(
+                model=self.settings.name,
+                max_tokens=2048,
+                system=system,
+                messages=[{"role": "user", "content": prompt}],
+                tools=[{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools],
+                tool_choice={"type": "any"},
+            )
+        except self._errors.APIError as error:
+            raise _provider_error(error) from None
+        tokens = (response.usage.input_tokens, response.usage.output_tokens)
+        for block in response.content:
+            if block.type == "tool_use":
+                return ToolCall(block.name, dict(block.input or {}), *tokens)
+        text = " ".join(block.text for block in response.content if block.type == "text")
+        return ToolCall("", {}, *tokens, text=text)
 
 
 def _provider_error(error: Exception) -> EngineError:

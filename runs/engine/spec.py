@@ -61,3 +61,22 @@ class FetchResult:
             "markdown": self.markdown,
             "links": self.links,
         }
+
+
+@dataclass(frozen=True, repr=False)
+class Credential:
+    name: str
+    username: str
+    password: str
+    domains: tuple[str, ...]
+    totp_secret: str | None = None
+
+    def __repr__(self) -> str:  # never the values, even in a traceback
+        return f"Credential(name={self.name!r}, domains={self.domains!r})"
+
+    def allows(self, host: str) -> bool:
+        host = host.lower().rstrip(".")
+        return any(host == d or host.endswith("." + d) for d in self.domains)
+
+    def to_metadata(self) -> dict:
+        return {"name": self.name, "domains": list(self.domains), "hasTotp": bool(self.totp_secret)}

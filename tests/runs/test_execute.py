@@ -61,15 +61,6 @@ def test_dns_failure_fails_the_run():
     assert run.error["code"] == "dns_error"
 
 
-def test_agent_runs_fail_clearly_until_the_agent_exists(site, settings):
-    settings.MODEL_PROVIDER = "openai"
-    run = submit(site.url("/static"), kind="agent", goal="find the price")
-    execute_run(str(run.id))
-    run.refresh_from_db()
-    assert run.status == "failed"
-    assert run.error["code"] == "not_implemented"
-
-
 def test_cancel_stops_a_running_run_within_seconds(site):
     run = submit(site.url("/hang?s=20"), options={"timeoutMs": 60000})
     cancelled_at: list[float] = []

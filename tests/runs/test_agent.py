@@ -1,0 +1,136 @@
+"""Agent runs: a scripted model (real SDKs, real HTTP) drives real Chromium through a local login."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import sys
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from runs.jobs import execute_run
+from runs.models import Event, Run
+from tests.fake_models import FakeAnthropic, FakeOpenAI
+from tests.site import LOGIN_PASSWORD, LOGIN_USER
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LOG_IN = [
+    {"tool": "type", "args": {"ref": 1, "text": "{{cred.username}}"}},
+    {"tool": "type", "args": {"ref": 2, "text": "{{cred.password}}"}},
+    {"tool": "click", "args": {"ref": 3}},
+    {"tool": "done", "args": {"output": {"balance": 42}}},
+]
+
+
+def set_credential(domain: str = "127.0.0.1") -> None:
+    real, sys.stdin = sys.stdin, io.StringIO(LOGIN_PASSWORD + "\n")  # the password arrives on stdin
+    try:
+        call_command("cred", "set", "site", "--domain", domain, "--username", LOGIN_USER, stdout=io.StringIO())
+    finally:
+        sys.stdin = real
+
+
+def use(settings, server, provider: str = "openai") -> None:
+    settings.MODEL_PROVIDER = provider
+    settings.MODEL_NAME = "scripted"
+    if provider == "openai":
+        settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url + "/v1", "sk-test"
+    else:
+        settings.ANTHROPIC_BASE_URL, settings.ANTHROPIC_API_KEY = server.base_url, "sk-test"
+
+
+def agent(api, site, **spec) -> dict:
+    body = {"kind": "agent", "url": site.url("/login"), "goal": "Log in and read my balance", **spec}
+    response = api.post("/api/runs", body, format="json")
+    assert response.status_code == 201, response.content
+    execute_run(response.json()["id"])
+    return api.get(f"/api/runs/{response.json()['id']}").json()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_agent_logs_in_with_a_credential_saves_a_profile_and_the_password_never_leaks(
+    api, site, settings, data_dir, provider
+):
+    set_credential()
+    server_class = FakeOpenAI if provider == "openai" else FakeAnthropic
+    with server_class(LOG_IN) as server:
+        use(settings, server, provider)
+        run = agent(
+            api,
+            site,
+            cred="site",
+            saveProfile="site-session",
+            options={"outputSchema": {"type": "object", "required": ["balance"]}},
+        )
+    assert run["status"] == "succeeded", run["error"]
+    assert run["result"] == {"balance": 42}
+    actions = [s["action"] for s in run["steps"]]
+    assert actions[0].startswith("goto")
+    assert actions[1:] == [
+        'type {"ref": 1, "text": "{{cred.username}}"}',
+        'type {"ref": 2, "text": "{{cred.password}}"}',
+        'click {"ref": 3}',
+        "done",
+    ]
+    assert run["steps"][3]["url"] == site.url("/members")
+    assert "Welcome back" in run["steps"][3]["observation"]
+    assert run["usage"]["inputTokens"] > 0
+    # The model saw placeholders and refs, never the password.
+    first_prompt = json.dumps(server.requests[0]["body"])
+    assert "[1] <input> User" in first_prompt and "[2] <input type=password> Password" in first_prompt
+    assert LOGIN_PASSWORD not in server.sent_text()
+    everything = json.dumps(
+        [run, api.get("/api/runs").json(), [e.frame() for e in Event.objects.all()], list(Run.objects.values())],
+        default=str,
+    )
+    assert LOGIN_PASSWORD not in everything
+    with sqlite3.connect(connection.settings_dict["NAME"]) as database:
+        assert LOGIN_PASSWORD not in "\n".join(database.iterdump())
+    # The saved profile starts a later fetch logged in.
+    assert (data_dir / "profiles" / "site-session.json").is_file()
+    fetch = api.post(
+        "/api/runs", {"kind": "fetch", "url": site.url("/members"), "profile": "site-session"}, format="json"
+    ).json()
+    execute_run(fetch["id"])
+    assert "Welcome back, ada" in api.get(f"/api/runs/{fetch['id']}").json()["result"]["markdown"]
+
+
+def test_credentials_are_not_typed_on_other_domains(api, site, settings):
+    set_credential(domain="shop.example")
+    with FakeOpenAI([LOG_IN[1], {"tool": "fail", "args": {"reason": "could not log in"}}]) as server:
+        use(settings, server)
+        run = agent(api, site, cred="site")
+    assert run["status"] == "failed"
+    assert run["error"] == {"code": "agent_failed", "message": "The agent gave up: could not log in"}
+    assert "may not be typed on 127.0.0.1" in run["steps"][1]["observation"]
+
+
+def test_max_steps_ends_the_run(api, site, settings):
+    with FakeOpenAI([{"tool": "scroll", "args": {"direction": "down"}}] * 3) as server:
+        use(settings, server)
+        run = agent(api, site, options={"maxSteps": 2})
+    assert run["status"] == "failed" and run["error"]["code"] == "max_steps"
+    assert len(server.requests) == 2
+
+
+def test_unknown_credential_is_400(api, settings):
+    settings.MODEL_PROVIDER = "openai"
+    response = api.post(
+        "/api/runs", {"kind": "agent", "url": "https://x.test/", "goal": "g", "cred": "nope"}, format="json"
+    )
+    assert response.status_code == 400
+    assert "cred" in response.json()["error"]["fields"]
+
+
+def test_cred_command_keeps_secrets_out_of_argv_and_listings(data_dir):
+    set_credential()
+    path = data_dir / "credentials" / "site.json"
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    listing = io.StringIO()
+    call_command("cred", "list", "--json", stdout=listing)
+    assert json.loads(listing.getvalue()) == [{"name": "site", "domains": ["127.0.0.1"], "hasTotp": False}]
+    assert LOGIN_PASSWORD not in listing.getvalue()
