@@ -23,7 +23,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from runs.engine.browser import Browser
 from runs.engine.extract import validation_errors
 from runs.engine.extract_rules import extract_by_rules, is_rule_schema
-from runs.engine.fetch import _TRACK_PENDING_JS, _navigation_error
+from runs.engine.fetch import _TRACK_PENDING_JS, _navigation_error, capture_screenshot
 from runs.engine.markdown import to_markdown
 from runs.engine.models import Model, ToolSpec
 from runs.engine.netpolicy import check_public
@@ -67,7 +67,8 @@ _OBSERVE_JS = """(limit) => {
     if (tag === 'select') line += ` options: ${Array.from(el.options).map(o => o.value).slice(0, 20).join(', ')}`;
     lines.push(line);
   }
-  return {title: document.title, elements: lines, text: (document.body ? document.body.innerText : '')};
+  const secret = Array.from(document.querySelectorAll('input[type=password]')).some(visible);
+  return {title: document.title, elements: lines, text: (document.body ? document.body.innerText : ''), secret};
 }"""
 
 _REF = {"type": "integer", "description": "The element's [ref] from the observation."}
@@ -145,6 +146,7 @@ class _Secrets:
 
     def __init__(self, credential: Credential | None):
         self.credential = credential
+        self.password_field_visible = True  # until an observation says otherwise
         self.values: list[str] = []
         if credential:
             self.values = [v for v in (credential.password, credential.username, credential.totp_secret) if v]
@@ -179,6 +181,7 @@ class _ActionError(Exception):
 
 def _observe(page: Page, secrets: _Secrets) -> str:
     seen = page.evaluate(_OBSERVE_JS, ELEMENT_LIMIT)
+    secrets.password_field_visible = bool(seen["secret"])
     text = " ".join(seen["text"].split())[:TEXT_LIMIT]
     observation = (
         f"URL: {page.url}\nTitle: {seen['title']}\nInteractive elements:\n"
@@ -235,7 +238,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
             action=f"goto {json.dumps({'url': spec.page.url})}",
             url=page.url,
             observation=observation,
-            screenshot=_screenshot(page, spec),
+            screenshot=_screenshot(page, spec, secrets),
             duration_ms=int((time.monotonic() - started) * 1000),
         )
         for _ in range(spec.max_steps):
@@ -295,7 +298,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
                 action=described,
                 url=page.url,
                 observation=observation,
-                screenshot=_screenshot(page, spec),
+                screenshot=_screenshot(page, spec, secrets),
                 duration_ms=int((time.monotonic() - started) * 1000),
             )
         raise failed("max_steps", f"The goal was not reached within maxSteps ({spec.max_steps}).")
@@ -303,11 +306,13 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
         context.close()
 
 
-def _screenshot(page: Page, spec: AgentSpec) -> bytes | None:
+def _screenshot(page: Page, spec: AgentSpec, secrets: _Secrets) -> bytes | None:
     if not spec.page.options.screenshots:
         return None
-    # Password fields are masked, whatever they show.
-    return page.screenshot(type="jpeg", quality=60, mask=[page.locator("input[type=password]")])
+    if secrets.password_field_visible:
+        # Password fields are masked, whatever they show (Playwright paints over them).
+        return page.screenshot(type="jpeg", quality=60, mask=[page.locator("input[type=password]")])
+    return capture_screenshot(page)
 
 
 def _act(page: Page, name: str, arguments: dict, secrets: _Secrets, spec: AgentSpec) -> str | None:
