@@ -6,11 +6,13 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 import uuid
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.conf import settings
 
 from runs import stream
@@ -20,6 +22,7 @@ from service.auth import authenticate_key
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 0.05
+GROUP_REFRESH_SECONDS = 600.0
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
@@ -34,7 +37,7 @@ class EventFeed:
 
     It polls the newest event id about every 50 ms, which is what makes the embedded default live (workers in
     other processes commit to SQLite; the in-memory channel layer cannot carry their wake-ups). With Redis,
-    workers' wake-ups arrive through the channel layer and poke the feed at once. A consumer that is caught
+    workers' wake-ups arrive on the feed's own channel in the group and poke it at once. A consumer that is caught
     up takes the shared batch; one that is behind (replaying, or just connected) reads the outbox itself.
     """
 
@@ -55,7 +58,36 @@ class EventFeed:
     def poke(self) -> None:
         self._poke.set()
 
+    async def _listen(self) -> None:
+        """One channel per process in the wake-up group: a worker's wake-up costs one message per process,
+        not one per connection."""
+        layer = get_channel_layer()
+        if layer is None or isinstance(layer, InMemoryChannelLayer):
+            return  # nothing outside this process can reach an in-memory layer; the ticker covers it
+        channel = await layer.new_channel()
+        joined = 0.0
+        try:
+            while self.consumers:
+                if time.monotonic() - joined > GROUP_REFRESH_SECONDS:
+                    await layer.group_add(GROUP, channel)
+                    joined = time.monotonic()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(layer.receive(channel), GROUP_REFRESH_SECONDS)
+                    self.poke()
+        except Exception:  # Redis away: the ticker still polls, so the stream stays live, only slower
+            log.warning("event feed lost its channel-layer wake-ups", exc_info=True)
+        finally:
+            with contextlib.suppress(Exception):
+                await layer.group_discard(GROUP, channel)
+
     async def _run(self) -> None:
+        listener = asyncio.get_running_loop().create_task(self._listen())
+        try:
+            await self._poll()
+        finally:
+            listener.cancel()
+
+    async def _poll(self) -> None:
         latest_id = database_sync_to_async(stream.latest_event_id)
         read = database_sync_to_async(stream.read_events)
         guard = stream.GapGuard() if await database_sync_to_async(stream.needs_gap_guard)() else None
@@ -128,8 +160,6 @@ class EventsConsumer(AsyncWebsocketConsumer):
         except ValueError:
             await self.close(code=CLOSE_BAD_REQUEST, reason="after must be an event id and runId a run id")
             return
-        if self.channel_layer is not None:
-            await self.channel_layer.group_add(GROUP, self.channel_name)
         if await database_sync_to_async(stream.needs_gap_guard)():
             self._guard = stream.GapGuard()
         if cursor is None:
@@ -149,8 +179,6 @@ class EventsConsumer(AsyncWebsocketConsumer):
             self._sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sender
-        if self.channel_layer is not None:
-            await self.channel_layer.group_discard(GROUP, self.channel_name)
 
     def offer(self, batch: Batch) -> None:
         if self._inbox.qsize() >= settings.EVENTS_MAX_BACKLOG:
@@ -161,10 +189,6 @@ class EventsConsumer(AsyncWebsocketConsumer):
             )
             return
         self._inbox.put_nowait(batch)
-
-    async def events_wake(self, message: dict) -> None:
-        """A wake-up from the channel layer (workers send these when Redis is configured)."""
-        feed.poke()
 
     async def receive(self, text_data=None, bytes_data=None) -> None:
         """The stream is one-way; anything a client sends is ignored."""
