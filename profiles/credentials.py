@@ -6,13 +6,11 @@ Its values never leave this file except when the agent types them into an allowe
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 from pathlib import Path
 
-from profiles.store import StateFileError, check_name
+from profiles.store import StateFileError, check_name, ensure_private_dir, write_private_file
 from runs.engine.spec import Credential
 
 
@@ -37,27 +35,14 @@ class CredentialStore:
         if not credential.domains:
             raise StateFileError("A credential needs at least one domain it may be typed into.")
         path = self._path(credential.name)
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.folder, 0o700)
-        data = json.dumps(
-            {
-                "username": credential.username,
-                "password": credential.password,
-                "totpSecret": credential.totp_secret,
-                "domains": list(credential.domains),
-            }
-        ).encode()
-        fd, temp_name = tempfile.mkstemp(prefix=f".{credential.name}.", suffix=".tmp", dir=self.folder)
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp_name, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp_name)
-            raise
+        ensure_private_dir(self.folder)
+        data = {
+            "username": credential.username,
+            "password": credential.password,
+            "totpSecret": credential.totp_secret,
+            "domains": list(credential.domains),
+        }
+        write_private_file(path, json.dumps(data).encode())
 
     def read(self, name: str) -> Credential:
         try:

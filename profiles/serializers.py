@@ -3,21 +3,15 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from profiles.store import NAME_PATTERN
+from service.serializers import StrictSerializer
 
 
-class ProfileImportSerializer(serializers.Serializer):
+class ProfileImportSerializer(StrictSerializer):
     name = serializers.RegexField(
         NAME_PATTERN, max_length=64, error_messages={"invalid": "1 to 64 characters of a-z, 0-9, '-' and '_'."}
     )
     state = serializers.JSONField()
     overwrite = serializers.BooleanField(default=False)
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({name: ["This field is not allowed."] for name in unknown})
-        return super().to_internal_value(data)
 
 
 class CookieSummarySerializer(serializers.Serializer):

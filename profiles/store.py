@@ -128,17 +128,39 @@ class ProfileInfo:
         return {"name": self.name, "updatedAt": self.updated_at, "size": self.size, "cookies": self.summary}
 
 
+def ensure_private_dir(folder: Path) -> None:
+    if folder.is_symlink():
+        raise StateFileError(f"The {folder.name} directory is a symlink; the service refuses to follow it.")
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+
+
+def write_private_file(path: Path, data: bytes) -> None:
+    """Write atomically and privately: a temp file (0600 from creation) in the same dir, fsync, rename, fsync dir."""
+    fd, temp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp_name, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temp_name)
+        raise
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
 class ProfileStore:
     """Profiles as files: dir 0700, files 0600 from their first byte, written atomically, symlinks refused."""
 
     def __init__(self, data_dir: Path):
         self.folder = profiles_dir(data_dir)
-
-    def _ensure_folder(self) -> None:
-        if self.folder.is_symlink():
-            raise StateFileError("The profiles directory is a symlink; the service refuses to follow it.")
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.folder, 0o700)
 
     def _path(self, name: str) -> Path:
         path = profile_path(self.folder.parent, name)
@@ -183,27 +205,10 @@ class ProfileStore:
         """Validate and store a state atomically: temp file (0600 at creation) in the same dir, fsync, rename."""
         path = self._path(name)
         state = validate_state(state)
-        self._ensure_folder()
+        ensure_private_dir(self.folder)
         if path.exists() and not overwrite:
             raise ProfileExists(name)
-        data = json.dumps(state, separators=(",", ":")).encode()
-        fd, temp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=self.folder)  # mode 0600
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                os.fchmod(handle.fileno(), 0o600)
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp_name, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(temp_name)
-            raise
-        directory = os.open(self.folder, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        write_private_file(path, json.dumps(state, separators=(",", ":")).encode())
         return self.info(name)
 
     def delete(self, name: str) -> None:

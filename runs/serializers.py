@@ -15,19 +15,9 @@ from runs.engine.netpolicy import literal_private_host
 from runs.models import Run, Step
 from runs.services import screenshot_url
 from service.errors import ServiceError
+from service.serializers import StrictSerializer
 
 URL_MAX_LENGTH = 2048
-
-
-class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored."""
-
-    def to_internal_value(self, data):
-        if isinstance(data, dict):
-            unknown = sorted(set(data) - set(self.fields))
-            if unknown:
-                raise serializers.ValidationError({name: ["This field is not allowed."] for name in unknown})
-        return super().to_internal_value(data)
 
 
 def validate_target_url(value: str) -> str:

@@ -219,3 +219,18 @@ class TestSite:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def real_login_state(browser, site: TestSite) -> dict:
+    """Log in through the site's form in Chromium (our Browser) and take the context's storage state."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(site.url("/login"))
+        page.fill("#username", LOGIN_USER)
+        page.fill("#password", LOGIN_PASSWORD)
+        page.click("#submit")
+        page.wait_for_url("**/members")
+        return context.storage_state()
+    finally:
+        context.close()

@@ -15,7 +15,7 @@ from django.core.management import CommandError, call_command
 from playwright.sync_api import sync_playwright
 
 from tests.live import ROOT, free_port
-from tests.site import LOGIN_PASSWORD, LOGIN_USER
+from tests.site import LOGIN_PASSWORD, LOGIN_USER, real_login_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,16 +52,8 @@ def test_import_list_check_delete(tmp_path, data_dir):
 
 
 def test_check_with_url_tells_logged_in_from_logged_out(tmp_path, site, browser):
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(site.url("/login"))
-    page.fill("#username", LOGIN_USER)
-    page.fill("#password", LOGIN_PASSWORD)
-    page.click("#submit")
-    page.wait_for_url("**/members")
     state_file = tmp_path / "state.json"
-    state_file.write_text(json.dumps(context.storage_state()))
-    context.close()
+    state_file.write_text(json.dumps(real_login_state(browser, site)))
     run_command("profile", "import", "members", str(state_file))
     report = json.loads(run_command("profile", "check", "members", "--url", site.url("/members"), "--json")[0])
     assert report["login"]["loggedOut"] is False

@@ -11,24 +11,9 @@ from django.db import connection
 
 from runs.jobs import execute_run
 from runs.models import Event, Run
-from tests.site import LOGIN_PASSWORD, LOGIN_USER
+from tests.site import real_login_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def real_login_state(browser, site) -> dict:
-    """Log in through the site's form in Chromium and take the context's storage state."""
-    context = browser.new_context()
-    try:
-        page = context.new_page()
-        page.goto(site.url("/login"))
-        page.fill("#username", LOGIN_USER)
-        page.fill("#password", LOGIN_PASSWORD)
-        page.click("#submit")
-        page.wait_for_url("**/members")
-        return context.storage_state()
-    finally:
-        context.close()
 
 
 def session_cookie(state: dict) -> str:

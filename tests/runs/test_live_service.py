@@ -13,7 +13,7 @@ import requests
 from websockets.sync.client import connect
 
 from tests.live import KEY, LiveService, chromium_pids
-from tests.site import LOGIN_PASSWORD, LOGIN_USER
+from tests.site import real_login_state
 
 pytestmark = pytest.mark.live
 
@@ -93,15 +93,7 @@ def test_sigterm_stops_serve_cleanly_without_orphan_chromium(tmp_path, site):
 
 
 def test_profile_state_never_reaches_logs_database_responses_or_events(service, site, browser):
-    context = browser.new_context()
-    page = context.new_page()
-    page.goto(site.url("/login"))
-    page.fill("#username", LOGIN_USER)
-    page.fill("#password", LOGIN_PASSWORD)
-    page.click("#submit")
-    page.wait_for_url("**/members")
-    state = context.storage_state()
-    context.close()
+    state = real_login_state(browser, site)
     canary = next(c["value"] for c in state["cookies"] if c["name"] == "sid")
     imported = service.post("/api/profiles/import", {"name": "canary", "state": state})
     assert imported.status_code == 201
