@@ -22,6 +22,15 @@ def event_run_queued(run: Run) -> Event:
     return _publish(run, Event.Type.RUN_QUEUED, {"kind": run.kind})
 
 
+def event_runs_queued(runs: list[Run]) -> None:
+    """run-queued for many runs in one INSERT (batches)."""
+    Event.objects.bulk_create(
+        Event(run_id=run.pk, type=Event.Type.RUN_QUEUED, payload={"kind": run.kind}) for run in runs
+    )
+    if settings.REDIS_URL:
+        transaction.on_commit(waker.request)
+
+
 def event_run_started(run: Run) -> Event:
     return _publish(run, Event.Type.RUN_STARTED, {"attempt": run.attempts})
 

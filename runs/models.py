@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import models
 from django.db.models import Q
@@ -25,11 +25,25 @@ class Batch(models.Model):
     def __str__(self) -> str:
         return str(self.id)
 
+    def counts_by_status(self) -> dict[str, int]:
+        counts = dict.fromkeys(Run.Status.values, 0)
+        for row in self.runs.values("status").annotate(n=models.Count("id")).order_by():
+            counts[row["status"]] = row["n"]
+        return counts
+
 
 class RunQuerySet(models.QuerySet):
     def filter_by(
-        self, *, kind: str | None = None, status: str | None = None, query: str | None = None, batch: str | None = None
+        self,
+        *,
+        kind: str | None = None,
+        status: str | None = None,
+        query: str | None = None,
+        batch: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
     ) -> RunQuerySet:
+        """Runs matching every given filter; since is inclusive, until exclusive (both on createdAt)."""
         runs = self
         if kind:
             runs = runs.filter(kind=kind)
@@ -39,6 +53,10 @@ class RunQuerySet(models.QuerySet):
             runs = runs.filter(query=query)
         if batch:
             runs = runs.filter(batch_id=batch)
+        if since:
+            runs = runs.filter(created_at__gte=since)
+        if until:
+            runs = runs.filter(created_at__lt=until)
         return runs
 
     def with_step_count(self) -> RunQuerySet:

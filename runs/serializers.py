@@ -12,7 +12,7 @@ from profiles.credentials import CredentialStore
 from profiles.store import NAME_PATTERN, StateFileError, profile_path, resolve_storage_state_path
 from runs.engine.extract_rules import is_rule_schema
 from runs.engine.netpolicy import literal_private_host
-from runs.models import Run, Step
+from runs.models import Batch, Run, Step
 from runs.services import screenshot_url
 from service.errors import ServiceError
 from service.serializers import StrictSerializer
@@ -127,8 +127,54 @@ class RunSpecSerializer(StrictSerializer):
                 "every field.",
             )
         if "options" not in attrs:
-            attrs["options"] = OptionsSerializer(data={}).run_validation({})
+            attrs["options"] = self.fields["options"].run_validation({})
         return attrs
+
+
+BATCH_MAX_RUNS = 5000
+
+
+class BatchSubmitSerializer(StrictSerializer):
+    runs = serializers.ListField(child=serializers.JSONField(), min_length=1, max_length=BATCH_MAX_RUNS)
+
+    def validate_runs(self, specs: list) -> list[dict]:
+        """Every spec is checked before anything is created; errors are reported as runs.<index>.<field>."""
+        valid: list[dict] = []
+        errors: dict[str, object] = {}
+        # One serializer validates every spec: building DRF's field tree per spec costs ~1 ms each.
+        spec_serializer = RunSpecSerializer()
+        for index, raw in enumerate(specs):
+            try:
+                valid.append(spec_serializer.run_validation(raw))
+            except serializers.ValidationError as error:
+                errors[str(index)] = error.detail
+            except ServiceError as error:
+                errors[str(index)] = [str(error.detail)]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return valid
+
+
+class BatchCreatedSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    runs = serializers.ListField(child=serializers.UUIDField())
+
+
+class BatchSerializer(serializers.ModelSerializer):
+    createdAt = serializers.DateTimeField(source="created_at")
+    runCount = serializers.SerializerMethodField()
+    counts = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Batch
+        fields = ["id", "createdAt", "runCount", "counts"]
+        read_only_fields = fields
+
+    def get_counts(self, batch: Batch) -> dict[str, int]:
+        return batch.counts_by_status()
+
+    def get_runCount(self, batch: Batch) -> int:
+        return sum(self.get_counts(batch).values())
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -186,3 +232,11 @@ class RunFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=Run.Status.choices, required=False)
     query = serializers.CharField(required=False, max_length=64)
     batch = serializers.UUIDField(required=False)
+    since = serializers.DateTimeField(required=False, help_text="createdAt at or after this ISO 8601 time")
+    until = serializers.DateTimeField(required=False, help_text="createdAt before this ISO 8601 time")
+
+
+class ExportParamsSerializer(RunFilterSerializer):
+    format = serializers.ChoiceField(
+        choices=["json", "csv"], error_messages={"required": "Choose format=json or format=csv."}
+    )

@@ -23,6 +23,17 @@ def _enqueue(run: Run) -> None:
     transaction.on_commit(lambda: async_task(JOB, run_id, task_name=f"run-{run_id}"))
 
 
+def _enqueue_many(runs: list[Run]) -> None:
+    run_ids = [str(run.pk) for run in runs]
+
+    def enqueue() -> None:
+        with transaction.atomic():
+            for run_id in run_ids:
+                async_task(JOB, run_id, task_name=f"run-{run_id}")
+
+    transaction.on_commit(enqueue)
+
+
 def screenshot_dir(run_id: str) -> Path:
     return settings.DATA_DIR / "screenshots" / str(run_id)
 
@@ -43,6 +54,18 @@ def run_submit(*, spec: dict, query: str | None = None, batch: Batch | None = No
         if enqueue:
             _enqueue(run)
     return run
+
+
+def batch_submit(*, specs: list[dict]) -> tuple[Batch, list[Run]]:
+    """Persist validated specs as one batch of queued runs in one transaction, then enqueue them all."""
+    with transaction.atomic():
+        batch = Batch.objects.create()
+        runs = Run.objects.bulk_create(
+            Run(kind=spec["kind"], url=spec["url"], spec=spec, batch=batch) for spec in specs
+        )
+        events.event_runs_queued(runs)
+        _enqueue_many(runs)
+    return batch, runs
 
 
 def run_cancel(*, run: Run) -> Run:

@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
-from django.http import FileResponse
+from django.http import FileResponse, StreamingHttpResponse
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from runs import services
-from runs.models import Run
-from runs.serializers import RunDetailSerializer, RunFilterSerializer, RunSerializer, RunSpecSerializer
+from runs import export, services
+from runs.models import Batch, Run
+from runs.serializers import (
+    BatchCreatedSerializer,
+    BatchSerializer,
+    BatchSubmitSerializer,
+    ExportParamsSerializer,
+    RunDetailSerializer,
+    RunFilterSerializer,
+    RunSerializer,
+    RunSpecSerializer,
+)
 from service.errors import ServiceError
 
 
@@ -36,7 +48,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         if self.action == "list":
             filters = RunFilterSerializer(data=self.request.query_params)
             filters.is_valid(raise_exception=True)
-            runs = runs.filter_by(**{key: str(value) for key, value in filters.validated_data.items()})
+            runs = runs.filter_by(**filters.validated_data)
         return runs
 
     def get_serializer_class(self):
@@ -78,3 +90,37 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         if not path.is_file():
             raise ServiceError("not_found", "The screenshot file is missing from the data directory.", status_code=404)
         return FileResponse(path.open("rb"), content_type="image/jpeg")
+
+
+class BatchViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Submit many runs at once; follow them by counts (GET /api/runs?batch=<id> lists them)."""
+
+    queryset = Batch.objects.all()
+    serializer_class = BatchSerializer
+    invalid_code = "invalid_spec"
+
+    @extend_schema(request=BatchSubmitSerializer, responses={201: BatchCreatedSerializer})
+    def create(self, request: Request) -> Response:
+        submitted = BatchSubmitSerializer(data=request.data)
+        submitted.is_valid(raise_exception=True)
+        batch, runs = services.batch_submit(specs=submitted.validated_data["runs"])
+        return Response({"id": str(batch.pk), "runs": [str(run.pk) for run in runs]}, status=status.HTTP_201_CREATED)
+
+
+class ExportView(APIView):
+    """Every run matching the filters of GET /api/runs, streamed as one JSON array or CSV file."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("format", enum=list(export.FORMATS), required=True), RunFilterSerializer],
+        responses={(200, "application/json"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.BINARY},
+    )
+    def get(self, request: Request) -> StreamingHttpResponse:
+        params = ExportParamsSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        filters = dict(params.validated_data)
+        fmt = filters.pop("format")
+        runs = Run.objects.filter_by(**filters).order_by("created_at", "id")
+        response = StreamingHttpResponse(export.FORMATS[fmt](runs), content_type=export.CONTENT_TYPES[fmt])
+        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
+        response["Content-Disposition"] = f'attachment; filename="runs-{stamp}.{fmt}"'
+        return response

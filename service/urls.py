@@ -5,18 +5,20 @@ from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from profiles.views import ProfileViewSet
-from runs.views import RunViewSet
+from runs.views import BatchViewSet, ExportView, RunViewSet
 from service import views
 from service.errors import api_not_found
 
 router = SimpleRouter(trailing_slash=False)
 router.register("runs", RunViewSet, basename="run")
+router.register("batches", BatchViewSet, basename="batch")
 router.register("profiles", ProfileViewSet, basename="profile")
 
 api = [
     path("health", views.health, name="health"),
     path("schema", views.SchemaView.as_view(), name="schema"),
     path("docs", views.DocsView.as_view(url_name="schema"), name="docs"),
+    path("export", ExportView.as_view(), name="export"),
     *router.urls,
 ]
 
