@@ -10,7 +10,7 @@ import time
 from django.conf import settings
 
 from profiles.credentials import CredentialNotFound, CredentialStore
-from profiles.store import ProfileStore, StateFileError, profile_path, resolve_storage_state_path
+from profiles.store import ProfileStore
 from runs import services
 from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.browser import Browser, process_browser
@@ -67,21 +67,6 @@ class RunRecorder:
             raise RunAborted()
 
 
-def storage_state_path(spec: dict) -> str | None:
-    """The state file a run starts from; checked again at execution, since files change after submit."""
-    if spec.get("profile"):
-        path = profile_path(settings.DATA_DIR, spec["profile"])
-        if not path.is_file():
-            raise EngineError("unknown_profile", f"The profile {spec['profile']!r} no longer exists.")
-        return str(path)
-    if spec.get("storageStatePath"):
-        try:
-            return str(resolve_storage_state_path(spec["storageStatePath"], settings.DATA_DIR))
-        except StateFileError as error:
-            raise EngineError("invalid_storage_state", str(error)) from None
-    return None
-
-
 def fetch_spec(spec: dict) -> FetchSpec:
     options = spec.get("options") or {}
     return FetchSpec(
@@ -91,9 +76,11 @@ def fetch_spec(spec: dict) -> FetchSpec:
             timeout_ms=options.get("timeoutMs", 60_000),
             screenshots=options.get("screenshots", True),
             wait_for=options.get("waitFor"),
+            # A run keeps a screenshot in its trace, so "auto" means the browser here; "http" opts out of it.
+            render="http" if options.get("render") == "http" else "browser",
         ),
-        storage_state_path=storage_state_path(spec),
-        allow_private_networks=settings.ALLOW_PRIVATE_NETWORKS,
+        storage_state_path=services.storage_state_path(spec),
+        network=services.network_policy(),
     )
 
 

@@ -11,16 +11,17 @@ from rest_framework import serializers
 from profiles.credentials import CredentialStore
 from profiles.store import NAME_PATTERN, StateFileError, profile_path, resolve_storage_state_path
 from runs.engine.extract_rules import is_rule_schema
-from runs.engine.netpolicy import literal_private_host
+from runs.engine.netpolicy import Refused, literal_private_host
 from runs.models import Batch, Run, Step
-from runs.services import screenshot_url
+from runs.services import network_policy, screenshot_url
 from service.errors import ServiceError
 from service.serializers import StrictSerializer
 
 URL_MAX_LENGTH = 2048
 
 
-def validate_target_url(value: str) -> str:
+def validate_url_shape(value: str) -> str:
+    """An http(s) URL with a host; where it points is the network policy's business."""
     if len(value) > URL_MAX_LENGTH:
         raise serializers.ValidationError(f"The URL is longer than {URL_MAX_LENGTH} characters.")
     parts = urlsplit(value.strip())
@@ -28,10 +29,18 @@ def validate_target_url(value: str) -> str:
         raise serializers.ValidationError("Only http:// and https:// URLs can be fetched.")
     if not parts.hostname:
         raise serializers.ValidationError("The URL has no host.")
-    if not settings.ALLOW_PRIVATE_NETWORKS and literal_private_host(parts.hostname):
-        raise serializers.ValidationError(
-            "Private and loopback addresses are refused; set ALLOW_PRIVATE_NETWORKS=true to allow them."
-        )
+    return value.strip()
+
+
+def validate_target_url(value: str) -> str:
+    value = validate_url_shape(value)
+    parts = urlsplit(value)
+    if literal_private_host(parts.hostname):
+        # Names are resolved when the run connects (the network guard); literals can be refused right away.
+        try:
+            network_policy().check_url(value.strip())
+        except Refused as refused:
+            raise serializers.ValidationError(str(refused)) from None
     return value.strip()
 
 
@@ -240,3 +249,80 @@ class ExportParamsSerializer(RunFilterSerializer):
     format = serializers.ChoiceField(
         choices=["json", "csv"], error_messages={"required": "Choose format=json or format=csv."}
     )
+
+
+class FetchRequestSerializer(StrictSerializer):
+    # Refused addresses are answered by the fetch itself (400 url_not_allowed), not as a validation error.
+    url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_url_shape])
+    mainContent = serializers.BooleanField(default=True)
+    render = serializers.ChoiceField(
+        choices=["auto", "browser", "http"],
+        default="auto",
+        help_text="http: plain HTTP only; browser: Chromium; auto: plain HTTP, then Chromium for JavaScript shells.",
+    )
+    timeoutMs = serializers.IntegerField(min_value=1000, default=30_000)
+    waitFor = serializers.CharField(max_length=500, required=False, allow_blank=False)
+    profile = serializers.RegexField(NAME_PATTERN, required=False)
+    storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
+    persist = serializers.BooleanField(default=False, help_text="Also keep it as a fetch run (in history).")
+
+    def validate_timeoutMs(self, value: int) -> int:
+        if value > settings.RUN_TIMEOUT_MAX_MS:
+            raise serializers.ValidationError(f"At most {settings.RUN_TIMEOUT_MAX_MS} (RUN_TIMEOUT_MAX_MS).")
+        return value
+
+    def validate(self, attrs: dict) -> dict:
+        if "profile" in attrs and "storageStatePath" in attrs:
+            raise serializers.ValidationError({"profile": ["Give either profile or storageStatePath, not both."]})
+        if "profile" in attrs and not profile_path(settings.DATA_DIR, attrs["profile"]).is_file():
+            raise serializers.ValidationError({"profile": [f"There is no profile named {attrs['profile']!r}."]})
+        return attrs
+
+    def run_spec(self) -> dict:
+        """The same fetch as a run spec, for persist: true."""
+        data = self.validated_data
+        options = {"mainContent": data["mainContent"], "render": data["render"], "timeoutMs": data["timeoutMs"]}
+        if "waitFor" in data:
+            options["waitFor"] = data["waitFor"]
+        spec = {"kind": "fetch", "url": data["url"], "options": options}
+        spec.update({key: data[key] for key in ("profile", "storageStatePath") if key in data})
+        checked = RunSpecSerializer(data=spec)
+        checked.is_valid(raise_exception=True)
+        return checked.validated_data
+
+
+class FetchResponseSerializer(serializers.Serializer):
+    url = serializers.CharField()
+    finalUrl = serializers.CharField()
+    status = serializers.IntegerField()
+    title = serializers.CharField()
+    markdown = serializers.CharField()
+    links = serializers.ListField(child=serializers.CharField())
+    render = serializers.ChoiceField(choices=["browser", "http"], help_text="How the page was loaded.")
+    runId = serializers.UUIDField(required=False, help_text="With persist: true, the run that keeps it.")
+
+
+class SearchRequestSerializer(StrictSerializer):
+    query = serializers.CharField(max_length=1000)
+    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    fetch = serializers.BooleanField(default=False, help_text="Also fetch every result as Markdown, in parallel.")
+    mainContent = serializers.BooleanField(default=True)
+    categories = serializers.CharField(max_length=200, required=False, help_text="SearXNG categories, e.g. news")
+    language = serializers.CharField(max_length=20, required=False, help_text="e.g. en, de-CH")
+    timeRange = serializers.ChoiceField(choices=["day", "week", "month", "year"], required=False)
+    time_range = serializers.ChoiceField(
+        choices=["day", "week", "month", "year"], required=False, help_text="SearXNG's own name for timeRange."
+    )
+
+
+class SearchResultSerializer(serializers.Serializer):
+    title = serializers.CharField()
+    url = serializers.CharField()
+    snippet = serializers.CharField()
+    engine = serializers.CharField()
+    markdown = serializers.CharField(required=False, help_text="With fetch: true, when the page could be fetched.")
+    error = serializers.DictField(required=False, help_text="With fetch: true, why the page could not be fetched.")
+
+
+class SearchResponseSerializer(serializers.Serializer):
+    results = SearchResultSerializer(many=True)

@@ -3,19 +3,28 @@
 from __future__ import annotations
 
 import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 from django_q.tasks import async_task
 
+from profiles.store import StateFileError, profile_path, resolve_storage_state_path
 from runs import events
+from runs.engine.browser import shared_browser_thread
+from runs.engine.fetch import fetch
+from runs.engine.netpolicy import NetworkPolicy
+from runs.engine.search import searxng_search
+from runs.engine.spec import EngineError, FetchOptions, FetchSpec, NullRecorder
 from runs.models import Batch, Run, Step
 from service.errors import ServiceError
 
 log = logging.getLogger(__name__)
 
 JOB = "runs.jobs.execute_run"
+SEARCH_FETCH_PARALLEL = 4
 
 
 def _enqueue(run: Run) -> None:
@@ -32,6 +41,26 @@ def _enqueue_many(runs: list[Run]) -> None:
                 async_task(JOB, run_id, task_name=f"run-{run_id}")
 
     transaction.on_commit(enqueue)
+
+
+def network_policy() -> NetworkPolicy:
+    """Where runs and synchronous fetches may connect, from ALLOW_PRIVATE_NETWORKS and NETWORK_ALLOWLIST."""
+    return NetworkPolicy(allow_private=settings.ALLOW_PRIVATE_NETWORKS, allowlist=tuple(settings.NETWORK_ALLOWLIST))
+
+
+def storage_state_path(spec: dict) -> str | None:
+    """The state file a run starts from; checked again at execution, since files change after submit."""
+    if spec.get("profile"):
+        path = profile_path(settings.DATA_DIR, spec["profile"])
+        if not path.is_file():
+            raise EngineError("unknown_profile", f"The profile {spec['profile']!r} no longer exists.")
+        return str(path)
+    if spec.get("storageStatePath"):
+        try:
+            return str(resolve_storage_state_path(spec["storageStatePath"], settings.DATA_DIR))
+        except StateFileError as error:
+            raise EngineError("invalid_storage_state", str(error)) from None
+    return None
 
 
 def screenshot_dir(run_id: str) -> Path:
@@ -146,3 +175,102 @@ def run_reap_expired() -> dict[str, int]:
     if any(counts.values()):
         log.warning("reaper: %(requeued)d run(s) re-queued, %(failed)d failed after their last attempt", counts)
     return counts
+
+
+# Synchronous fetch: how engine failures map to HTTP statuses (anything else is the remote side's fault: 502).
+FETCH_ERROR_STATUS = {"timeout": 504, "url_not_allowed": 400, "unknown_profile": 400, "invalid_storage_state": 400}
+
+
+def page_fetch(
+    *,
+    url: str,
+    main_content: bool = True,
+    render: str = "auto",
+    timeout_ms: int = 30_000,
+    wait_for: str | None = None,
+    profile: str | None = None,
+    storage_state: str | None = None,
+) -> dict:
+    """Fetch a page as Markdown now, without a run: plain HTTP in this thread, Chromium on the process's browser
+    thread when render asks for it (or auto finds a JavaScript shell). The result says which was used."""
+    try:
+        spec = FetchSpec(
+            url=url,
+            options=FetchOptions(main_content=main_content, timeout_ms=timeout_ms, wait_for=wait_for, render=render),
+            storage_state_path=storage_state_path({"profile": profile, "storageStatePath": storage_state}),
+            network=network_policy(),
+        )
+        browser = shared_browser_thread(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS)
+        result = fetch(spec, NullRecorder(), browser.browser, in_browser_thread=browser.call)
+    except EngineError as error:
+        raise ServiceError(error.code, error.message, status_code=FETCH_ERROR_STATUS.get(error.code, 502)) from None
+    return result.to_dict()
+
+
+def run_wait(*, run: Run, timeout_s: float, poll_s: float = 0.05) -> Run:
+    """The run once it is final, or as it is when timeout_s has passed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        run.refresh_from_db()
+        if run.is_final or time.monotonic() >= deadline:
+            return run
+        time.sleep(poll_s)
+
+
+def page_fetch_persisted(*, spec: dict) -> dict:
+    """A fetch kept as a run: queued for the workers like any run, answered when it finishes."""
+    run = run_submit(spec=spec)
+    run = run_wait(run=run, timeout_s=spec["options"]["timeoutMs"] / 1000 + 60)
+    if not run.is_final:
+        raise ServiceError(
+            "timeout", f"The run {run.pk} did not finish in time; follow it at /api/runs/{run.pk}.", status_code=504
+        )
+    if run.status != Run.Status.SUCCEEDED:
+        error = run.error or {"code": "cancelled", "message": "The run was cancelled."}
+        raise ServiceError(error["code"], error["message"], status_code=FETCH_ERROR_STATUS.get(error["code"], 502))
+    return {**run.result, "runId": str(run.pk)}
+
+
+def web_search(
+    *,
+    query: str,
+    limit: int = 10,
+    categories: str | None = None,
+    language: str | None = None,
+    time_range: str | None = None,
+    fetch_pages: bool = False,
+    main_content: bool = True,
+) -> list[dict]:
+    """Search with SearXNG; with fetch_pages, every hit also gets its page as Markdown (or why it could not)."""
+    if not settings.SEARXNG_URL:
+        raise ServiceError(
+            "search_not_configured",
+            "Search needs a SearXNG instance: set SEARXNG_URL (for example http://127.0.0.1:8888) and enable its "
+            "json format.",
+            status_code=503,
+        )
+    try:
+        hits = searxng_search(
+            settings.SEARXNG_URL,
+            query,
+            limit=limit,
+            categories=categories,
+            language=language,
+            time_range=time_range,
+        )
+    except EngineError as error:
+        status = 400 if error.code == "search_rejected" else 502
+        raise ServiceError(error.code, error.message, status_code=status) from None
+    results = [hit.to_dict() for hit in hits]
+    if fetch_pages and results:
+
+        def with_page(result: dict) -> dict:
+            try:
+                page = page_fetch(url=result["url"], main_content=main_content)
+            except ServiceError as error:
+                return {**result, "error": {"code": error.error_code, "message": str(error.detail)}}
+            return {**result, "markdown": page["markdown"]}
+
+        with ThreadPoolExecutor(max_workers=min(SEARCH_FETCH_PARALLEL, len(results))) as pool:
+            results = list(pool.map(with_page, results))
+    return results

@@ -20,10 +20,14 @@ from runs.serializers import (
     BatchSerializer,
     BatchSubmitSerializer,
     ExportParamsSerializer,
+    FetchRequestSerializer,
+    FetchResponseSerializer,
     RunDetailSerializer,
     RunFilterSerializer,
     RunSerializer,
     RunSpecSerializer,
+    SearchRequestSerializer,
+    SearchResponseSerializer,
 )
 from service.errors import ServiceError
 
@@ -124,3 +128,49 @@ class ExportView(APIView):
         stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
         response["Content-Disposition"] = f'attachment; filename="runs-{stamp}.{fmt}"'
         return response
+
+
+class FetchView(APIView):
+    """A page as Markdown, now (not kept as a run unless persist is true)."""
+
+    invalid_code = "invalid_request"
+
+    @extend_schema(request=FetchRequestSerializer, responses={200: FetchResponseSerializer})
+    def post(self, request: Request) -> Response:
+        asked = FetchRequestSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        data = asked.validated_data
+        if data["persist"]:
+            return Response(services.page_fetch_persisted(spec=asked.run_spec()))
+        page = services.page_fetch(
+            url=data["url"],
+            main_content=data["mainContent"],
+            render=data["render"],
+            timeout_ms=data["timeoutMs"],
+            wait_for=data.get("waitFor"),
+            profile=data.get("profile"),
+            storage_state=data.get("storageStatePath"),
+        )
+        return Response(page)
+
+
+class SearchView(APIView):
+    """Web search through SearXNG, optionally with every result's page as Markdown."""
+
+    invalid_code = "invalid_request"
+
+    @extend_schema(request=SearchRequestSerializer, responses={200: SearchResponseSerializer})
+    def post(self, request: Request) -> Response:
+        asked = SearchRequestSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        data = asked.validated_data
+        results = services.web_search(
+            query=data["query"],
+            limit=data["limit"],
+            categories=data.get("categories"),
+            language=data.get("language"),
+            time_range=data.get("timeRange") or data.get("time_range"),
+            fetch_pages=data["fetch"],
+            main_content=data["mainContent"],
+        )
+        return Response({"results": results})

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import environ
 
+from runs.engine.netpolicy import parse_allowlist_entry
+
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "anthropic": "claude-3-5-haiku-latest"}
 
 
@@ -30,6 +32,7 @@ class Config:
     browser_args: tuple[str, ...]
     workers: int
     allow_private_networks: bool
+    network_allowlist: tuple[str, ...]
     searxng_url: str | None
     model_provider: str | None
     model_name: str | None
@@ -102,6 +105,19 @@ def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
 def _optional(env: Mapping[str, str], name: str) -> str | None:
     value = env.get(name, "").strip()
     return value or None
+
+
+def _allowlist(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    entries = tuple(entry.strip() for entry in env.get(name, "").split(",") if entry.strip())
+    for entry in entries:
+        try:
+            parse_allowlist_entry(entry)
+        except ValueError:
+            raise ConfigError(
+                f"{name} entries must be addresses or networks with an optional port "
+                f"(10.0.0.5, 10.0.0.0/8, 127.0.0.1:8080, [::1]:8080), got {entry!r}."
+            ) from None
+    return entries
 
 
 def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...]) -> str | None:
@@ -195,6 +211,7 @@ def read_config(env: Mapping[str, str]) -> Config:
         browser_args=_browser_args(env),
         workers=_int(env, "WORKERS", 2, 1, 64),
         allow_private_networks=_bool(env, "ALLOW_PRIVATE_NETWORKS", False),
+        network_allowlist=_allowlist(env, "NETWORK_ALLOWLIST"),
         searxng_url=_url(env, "SEARXNG_URL", ("http", "https")),
         model_provider=provider,
         model_name=_optional(env, "MODEL_NAME") or DEFAULT_MODELS.get(provider or ""),

@@ -35,6 +35,7 @@ BROWSER_EXECUTABLE = CONFIG.browser_executable
 BROWSER_ARGS = CONFIG.browser_args
 WORKERS = CONFIG.workers
 ALLOW_PRIVATE_NETWORKS = CONFIG.allow_private_networks
+NETWORK_ALLOWLIST = CONFIG.network_allowlist
 REDIS_URL = CONFIG.redis_url
 SEARXNG_URL = CONFIG.searxng_url
 MODEL_PROVIDER = CONFIG.model_provider

@@ -5,7 +5,7 @@ from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from profiles.views import ProfileViewSet
-from runs.views import BatchViewSet, ExportView, RunViewSet
+from runs.views import BatchViewSet, ExportView, FetchView, RunViewSet, SearchView
 from service import views
 from service.errors import api_not_found
 
@@ -19,6 +19,8 @@ api = [
     path("schema", views.SchemaView.as_view(), name="schema"),
     path("docs", views.DocsView.as_view(url_name="schema"), name="docs"),
     path("export", ExportView.as_view(), name="export"),
+    path("fetch", FetchView.as_view(), name="fetch"),
+    path("search", SearchView.as_view(), name="search"),
     *router.urls,
 ]
 

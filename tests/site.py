@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 import uuid
@@ -183,6 +184,16 @@ class Handler(BaseHTTPRequestHandler):
             hops = int(path.rsplit("/", 1)[1])
             target = "/static" if hops <= 1 else f"/r/{hops - 1}"
             self._send(302, "", headers=[("Location", target)])
+        elif path == "/redirect":
+            self._send(302, "", headers=[("Location", query["to"][0])])
+        elif path == "/embed":
+            src = html.escape(query["src"][0])
+            self._send(
+                200,
+                f"<html><head><title>Embeds</title></head><body><p>{' '.join(LONG_WORDS * 30)}</p>"
+                f'<img src="{src}"><iframe src="{src}"></iframe><script>fetch("{src}").catch(() => 0)</script>'
+                "</body></html>",
+            )
         elif path == "/data.json":
             self._send(200, '{"hello": "world"}', "application/json")
         elif path == "/file.pdf":

@@ -26,8 +26,7 @@ from runs.engine.extract_rules import extract_by_rules, is_rule_schema
 from runs.engine.fetch import _TRACK_PENDING_JS, _navigation_error, capture_screenshot
 from runs.engine.markdown import to_markdown
 from runs.engine.models import Model, ToolSpec
-from runs.engine.netpolicy import check_public
-from runs.engine.spec import Credential, EngineError, FetchSpec, Recorder
+from runs.engine.spec import Credential, EngineError, FetchSpec, Recorder, checked_url
 
 TEXT_LIMIT = 4000
 ELEMENT_LIMIT = 150
@@ -212,13 +211,12 @@ def _describe(name: str, arguments: dict) -> str:
 
 
 def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Model) -> AgentResult:
-    if not spec.page.allow_private_networks:
-        check_public(spec.page.url)
+    checked_url(spec.page.network, spec.page.url)
     secrets = _Secrets(spec.credential)
     deadline = time.monotonic() + spec.page.options.timeout_ms / 1000
     tokens = [0, 0]
     history: list[str] = []
-    context = browser.new_context(storage_state_path=spec.page.storage_state_path)
+    context = browser.new_context(storage_state_path=spec.page.storage_state_path, network=spec.page.network)
 
     def failed(code: str, message: str) -> AgentFailed:
         return AgentFailed(code, message, input_tokens=tokens[0], output_tokens=tokens[1])
@@ -322,11 +320,10 @@ def _act(page: Page, name: str, arguments: dict, secrets: _Secrets, spec: AgentS
         url = str(arguments.get("url") or "")
         if urlsplit(url).scheme not in ("http", "https"):
             raise _ActionError("only http and https URLs can be opened")
-        if not spec.page.allow_private_networks:
-            try:
-                check_public(url)
-            except EngineError as error:
-                raise _ActionError(error.message) from None
+        try:
+            checked_url(spec.page.network, url)
+        except EngineError as error:
+            raise _ActionError(error.message) from None
         page.goto(url, wait_until="load", timeout=timeout)
     elif name == "click":
         _by_ref(page, arguments).click(timeout=timeout)

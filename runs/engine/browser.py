@@ -7,11 +7,17 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing import util as mp_util
+from typing import TypeVar
 
 from playwright.sync_api import Browser as PlaywrightBrowser
 from playwright.sync_api import BrowserContext, Playwright, sync_playwright
+
+from runs.engine.netguard import network_guard
+from runs.engine.netpolicy import NetworkPolicy
 
 log = logging.getLogger(__name__)
 
@@ -24,6 +30,7 @@ LAUNCH_ARGS = (
     "--disable-dev-shm-usage",
 )
 VIEWPORT = {"width": 1280, "height": 800}
+T = TypeVar("T")
 
 
 def find_executable(configured: str | None = None) -> str | None:
@@ -79,12 +86,17 @@ class Browser:
         )
         return self._browser
 
-    def new_context(self, *, storage_state_path: str | None = None) -> BrowserContext:
+    def new_context(
+        self, *, storage_state_path: str | None = None, network: NetworkPolicy | None = None
+    ) -> BrowserContext:
+        """A fresh context; with an enforced network policy all its traffic goes through the network guard."""
+        proxy = {"server": network_guard(network).url} if network is not None and network.enforced else None
         return self._ensure().new_context(
             storage_state=storage_state_path,
             viewport=VIEWPORT,
             service_workers="block",
             accept_downloads=False,
+            proxy=proxy,
         )
 
     def close(self) -> None:
@@ -100,6 +112,38 @@ class Browser:
 
 
 _process_browser: Browser | None = None
+
+
+class BrowserThread:
+    """A Browser owned by one thread that other threads hand work to: Playwright's sync API is bound to the
+    thread that started it, and a web server answers each request on a thread of its own."""
+
+    def __init__(self, executable: str | None = None, extra_args: Sequence[str] = ()):
+        self.browser = Browser(executable, extra_args)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="browser")
+        atexit.register(self.close)
+
+    def call(self, work: Callable[[], T]) -> T:
+        """Run work() on the browser's thread and return its result (or raise its exception) here."""
+        return self._executor.submit(work).result()
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the executor is already shut down at interpreter exit
+            self._executor.submit(self.browser.close).result(timeout=10)
+        self._executor.shutdown(wait=False)
+
+
+_browser_thread: BrowserThread | None = None
+_browser_thread_lock = threading.Lock()
+
+
+def shared_browser_thread(executable: str | None = None, extra_args: Sequence[str] = ()) -> BrowserThread:
+    """This process's BrowserThread, for synchronous API requests."""
+    global _browser_thread
+    with _browser_thread_lock:
+        if _browser_thread is None:
+            _browser_thread = BrowserThread(executable, extra_args)
+        return _browser_thread
 
 
 def process_browser(executable: str | None = None, extra_args: Sequence[str] = ()) -> Browser:

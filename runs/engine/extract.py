@@ -16,7 +16,7 @@ from jsonschema import validators
 
 from runs.engine.browser import Browser
 from runs.engine.extract_rules import RuleError, extract_by_rules, is_rule_schema
-from runs.engine.fetch import load_page, snapshot_markdown
+from runs.engine.fetch import load, snapshot_markdown
 from runs.engine.models import Model
 from runs.engine.spec import EngineError, FetchSpec, Recorder
 
@@ -84,7 +84,7 @@ def _prompt(spec: ExtractSpec, url: str, markdown: str) -> str:
 
 
 def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Model | None) -> ExtractResult:
-    loaded = load_page(spec.page, recorder, browser)
+    loaded = load(spec.page, recorder, browser)
     if is_rule_schema(spec.schema):
         started = time.monotonic()
         try:

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import base64
+import functools
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from runs.engine.browser import Browser
+from runs.engine.http_fetch import http_load, is_js_shell
 from runs.engine.markdown import to_markdown
-from runs.engine.netpolicy import check_public
-from runs.engine.spec import EngineError, FetchResult, FetchSpec, Recorder
+from runs.engine.netguard import REFUSED_HEADER, network_guard
+from runs.engine.spec import EngineError, FetchResult, FetchSpec, LoadedPage, Recorder, checked_url
 
 # Waits are cut into slices so a cancel or a lost lease is noticed within about this long.
 SLICE_MS = 250
@@ -108,6 +110,15 @@ def _navigation_error(error: PlaywrightError) -> EngineError:
     return EngineError("navigation_error", f"The page could not be loaded: {first_line}")
 
 
+def _refusal(spec: FetchSpec, since: float) -> EngineError | None:
+    """url_not_allowed with the guard's reason, when it refused a connection of this navigation (a redirect to a
+    private address, a DNS name that changed its answer)."""
+    if not spec.network.enforced:
+        return None
+    refusal = network_guard(spec.network).refusal_since(since)
+    return EngineError(*refusal) if refusal else None
+
+
 def _wait_sliced(page: Page, recorder: Recorder, deadline: float, spec: FetchSpec, what: str, wait) -> None:
     """Run `wait(timeout_ms)` in slices, checking for cancellation between them."""
     while True:
@@ -144,26 +155,15 @@ def _observation(status: int, final_url: str, requested: str, title: str, conten
     return "\n".join(lines)
 
 
-@dataclass(frozen=True)
-class LoadedPage:
-    url: str
-    final_url: str
-    status: int
-    title: str
-    html: str
-    links: list[str]
-
-
 def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser) -> LoadedPage:
     """Load spec.url in a fresh context, wait for it to settle, record a navigate step (with the screenshot).
 
     Raises EngineError with a stable code for HTTP errors, timeouts, DNS and connection failures and
     responses that are not HTML.
     """
-    if not spec.allow_private_networks:
-        check_public(spec.url)
+    checked_url(spec.network, spec.url)
     deadline = time.monotonic() + spec.options.timeout_ms / 1000
-    context = browser.new_context(storage_state_path=spec.storage_state_path)
+    context = browser.new_context(storage_state_path=spec.storage_state_path, network=spec.network)
     try:
         page = context.new_page()
         page.add_init_script(_TRACK_PENDING_JS)
@@ -173,7 +173,7 @@ def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser) -> LoadedPa
         except PlaywrightTimeout:
             raise _timeout_error(spec, "answer") from None
         except PlaywrightError as error:
-            raise _navigation_error(error) from None
+            raise _refusal(spec, started) or _navigation_error(error) from None
         if response is None:
             raise EngineError("navigation_error", "The browser got no response for the URL.")
         try:
@@ -206,6 +206,8 @@ def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser) -> LoadedPa
     finally:
         context.close()
     status = response.status
+    if REFUSED_HEADER.lower() in response.headers:
+        raise _refusal(spec, started) or EngineError("url_not_allowed", "The page led to an address that is refused.")
     content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
     recorder.step(
         action="navigate",
@@ -228,6 +230,26 @@ def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser) -> LoadedPa
     )
 
 
+def load(
+    spec: FetchSpec,
+    recorder: Recorder,
+    browser: Browser,
+    *,
+    in_browser_thread: Callable[[Callable[[], LoadedPage]], LoadedPage] | None = None,
+) -> LoadedPage:
+    """Load spec.url as options.render says: plain HTTP, Chromium, or plain HTTP first and Chromium when the
+    page turns out to be a JavaScript shell.
+
+    in_browser_thread runs the browser part where the browser lives, for callers whose thread does not own it.
+    """
+    if spec.options.render in ("http", "auto"):
+        loaded = http_load(spec, recorder)
+        if spec.options.render == "http" or not is_js_shell(loaded.html):
+            return loaded
+    browser_load = functools.partial(load_page, spec, recorder, browser)
+    return in_browser_thread(browser_load) if in_browser_thread else browser_load()
+
+
 def snapshot_markdown(loaded: LoadedPage, recorder: Recorder, *, main_content: bool) -> str:
     """Convert the loaded page to Markdown and record it as the snapshot step's (complete) observation."""
     converting = time.monotonic()
@@ -242,9 +264,15 @@ def snapshot_markdown(loaded: LoadedPage, recorder: Recorder, *, main_content: b
     return markdown
 
 
-def fetch(spec: FetchSpec, recorder: Recorder, browser: Browser) -> FetchResult:
+def fetch(
+    spec: FetchSpec,
+    recorder: Recorder,
+    browser: Browser,
+    *,
+    in_browser_thread: Callable[[Callable[[], LoadedPage]], LoadedPage] | None = None,
+) -> FetchResult:
     """Load spec.url and convert it to Markdown, recording a navigate and a snapshot step."""
-    loaded = load_page(spec, recorder, browser)
+    loaded = load(spec, recorder, browser, in_browser_thread=in_browser_thread)
     markdown = snapshot_markdown(loaded, recorder, main_content=spec.options.main_content)
     return FetchResult(
         url=loaded.url,
@@ -253,4 +281,5 @@ def fetch(spec: FetchSpec, recorder: Recorder, browser: Browser) -> FetchResult:
         title=loaded.title,
         markdown=markdown,
         links=loaded.links,
+        render=loaded.render,
     )

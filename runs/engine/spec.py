@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from runs.engine.netpolicy import NetworkPolicy, Refused
+
 
 class EngineError(Exception):
     """A run failed for a reason the user should see; `code` is stable, `message` is one sentence."""
@@ -13,6 +15,25 @@ class EngineError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class NullRecorder:
+    """For work that is not persisted (synchronous fetch): steps go nowhere and nothing cancels it."""
+
+    def step(self, *, action: str, url: str, observation: str, screenshot: bytes | None, duration_ms: int) -> None:
+        pass
+
+    def checkpoint(self) -> None:
+        pass
+
+
+def checked_url(network: NetworkPolicy, url: str) -> str:
+    """The URL, if the network policy lets the service visit it; EngineError otherwise."""
+    try:
+        network.check_url(url)
+    except Refused as refused:
+        raise EngineError(refused.code, str(refused)) from None
+    return url
 
 
 class RunAborted(Exception):
@@ -33,6 +54,8 @@ class FetchOptions:
     timeout_ms: int = 60_000
     screenshots: bool = True
     wait_for: str | None = None
+    # "browser": Chromium; "http": plain HTTP only; "auto": plain HTTP, then Chromium if the page is a JS shell.
+    render: str = "browser"
 
 
 @dataclass(frozen=True)
@@ -40,7 +63,20 @@ class FetchSpec:
     url: str
     options: FetchOptions = field(default_factory=FetchOptions)
     storage_state_path: str | None = None
-    allow_private_networks: bool = False
+    network: NetworkPolicy = field(default_factory=NetworkPolicy)
+
+
+@dataclass(frozen=True)
+class LoadedPage:
+    """A page as loaded, before conversion; render says how: "browser" (Chromium) or "http" (plain HTTP)."""
+
+    url: str
+    final_url: str
+    status: int
+    title: str
+    html: str
+    links: list[str]
+    render: str = "browser"
 
 
 @dataclass(frozen=True)
@@ -51,6 +87,7 @@ class FetchResult:
     title: str
     markdown: str
     links: list[str]
+    render: str = "browser"
 
     def to_dict(self) -> dict:
         return {
@@ -60,6 +97,7 @@ class FetchResult:
             "title": self.title,
             "markdown": self.markdown,
             "links": self.links,
+            "render": self.render,
         }
 
 

@@ -7,13 +7,14 @@ import time
 import pytest
 
 from runs.engine.fetch import fetch
+from runs.engine.netpolicy import NetworkPolicy
 from runs.engine.spec import EngineError, FetchOptions, FetchSpec, RunAborted
 from tests.engine.recorder import ListRecorder
 from tests.site import ARTICLE_PARAGRAPHS, long_paragraphs
 
 
 def spec(url: str, **options) -> FetchSpec:
-    return FetchSpec(url=url, options=FetchOptions(**options), allow_private_networks=True)
+    return FetchSpec(url=url, options=FetchOptions(**options), network=NetworkPolicy(allow_private=True))
 
 
 def test_static_page_gives_markdown_title_links_and_two_steps(site, browser):
@@ -114,10 +115,10 @@ def test_connection_refused(browser):
 
 
 def test_private_addresses_are_refused_unless_allowed(site, browser):
-    refused = FetchSpec(url=site.url("/static"), allow_private_networks=False)
+    refused = FetchSpec(url=site.url("/static"), network=NetworkPolicy(allow_private=False))
     with pytest.raises(EngineError) as failure:
         fetch(refused, ListRecorder(), browser)
-    assert failure.value.code == "blocked_address"
+    assert failure.value.code == "url_not_allowed"
 
 
 def test_cancel_during_a_slow_load_stops_within_a_second(site, browser):

@@ -1,0 +1,154 @@
+"""POST /api/fetch: a page as Markdown now, by plain HTTP, Chromium, or plain HTTP first (auto)."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from profiles.store import ProfileStore
+from runs.models import Run
+from tests.site import LOGIN_USER, real_login_state
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def post(client, body):
+    return client.post("/api/fetch", data=json.dumps(body), content_type="application/json")
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_render_http_gives_the_page_without_a_browser(api, site):
+    response = post(api, {"url": site.url("/static"), "render": "http"})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body == {
+        "url": site.url("/static"),
+        "finalUrl": site.url("/static"),
+        "status": 200,
+        "title": "Flood at the mill",
+        "markdown": body["markdown"],
+        "links": body["links"],
+        "render": "http",
+    }
+    assert body["markdown"].startswith("# ")
+    assert "Flood at the mill" in body["markdown"]
+    assert body["links"] and all(link.startswith("http") for link in body["links"])
+    assert Run.objects.count() == 0  # not kept unless persist is true
+
+
+def test_render_http_follows_redirects(api, site):
+    body = post(api, {"url": site.url("/r/3"), "render": "http"}).json()
+    assert (body["finalUrl"], body["status"], body["render"]) == (site.url("/static"), 200, "http")
+
+
+def test_auto_uses_plain_http_for_a_server_rendered_page(api, site):
+    body = post(api, {"url": site.url("/static")}).json()
+    assert body["render"] == "http"
+
+
+def test_auto_escalates_a_javascript_shell_to_the_browser(api, site):
+    shell = post(api, {"url": site.url("/js"), "render": "http"}).json()
+    assert shell["render"] == "http"
+    assert "Rendered headline" not in shell["markdown"]
+
+    auto = post(api, {"url": site.url("/js")}).json()
+    assert auto["render"] == "browser"
+    assert "Rendered headline" in auto["markdown"]
+    assert "written by JavaScript" in auto["markdown"]
+
+
+def test_render_browser_always_uses_chromium(api, site):
+    body = post(api, {"url": site.url("/static"), "render": "browser", "mainContent": False}).json()
+    assert body["render"] == "browser"
+    assert body["title"] == "Flood at the mill"
+
+
+@pytest.mark.parametrize("render", ["http", "browser"])
+def test_a_profiles_cookies_apply_on_both_paths(api, site, browser, data_dir, render):
+    ProfileStore(data_dir).write("member", real_login_state(browser, site))
+    logged_in = post(api, {"url": site.url("/members"), "render": render, "profile": "member"}).json()
+    assert logged_in["title"] == "Members"
+    assert f"Welcome back, {LOGIN_USER}" in logged_in["markdown"]
+
+    anonymous = post(api, {"url": site.url("/members"), "render": render}).json()
+    assert anonymous["finalUrl"].startswith(site.url("/login"))
+    assert LOGIN_USER not in anonymous["markdown"]
+
+
+@pytest.mark.parametrize("render", ["http", "browser"])
+def test_timeouts_are_504(api, site, render):
+    response = post(api, {"url": site.url("/slow?ms=4000"), "render": render, "timeoutMs": 1000})
+    assert response.status_code == 504, response.content
+    assert response.json()["error"]["code"] == "timeout"
+
+
+@pytest.mark.parametrize("render", ["http", "browser"])
+def test_refused_connections_are_502(api, render):
+    response = post(api, {"url": f"http://127.0.0.1:{closed_port()}/", "render": render})
+    assert response.status_code == 502
+    assert response.json() == {"error": {"code": "connection_refused", "message": "The server refused the connection."}}
+
+
+@pytest.mark.parametrize("render", ["http", "browser"])
+def test_unresolvable_hosts_are_502_dns_error(api, render):
+    response = post(api, {"url": "http://no-such-host.invalid/", "render": render})
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == "dns_error"
+
+
+@pytest.mark.parametrize(("path", "code"), [("/missing", "http_error"), ("/data.json", "not_html")])
+def test_error_pages_and_non_html_are_502(api, site, path, code):
+    response = post(api, {"url": site.url(path), "render": "http"})
+    assert response.status_code == 502
+    assert response.json()["error"]["code"] == code
+
+
+def test_private_addresses_are_400_url_not_allowed_when_not_allowed(api, settings):
+    settings.ALLOW_PRIVATE_NETWORKS = False
+    response = post(api, {"url": "http://127.0.0.1:9/"})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "url_not_allowed"
+    assert "127.0.0.1" in error["message"] and "ALLOW_PRIVATE_NETWORKS" in error["message"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({}, "url"),
+        ({"url": "ftp://example.com/"}, "url"),
+        ({"url": "https://example.com", "render": "magic"}, "render"),
+        ({"url": "https://example.com", "timeoutMs": 10}, "timeoutMs"),
+        ({"url": "https://example.com", "profile": "nobody"}, "profile"),
+        ({"url": "https://example.com", "timeout": 5}, "timeout"),
+    ],
+)
+def test_bad_requests_are_400_naming_the_field(api, body, field):
+    response = post(api, body)
+    assert response.status_code == 400, response.content
+    error = response.json()["error"]
+    assert error["code"] == "invalid_request"
+    assert field in error["fields"]
+
+
+def test_profile_and_storage_state_path_are_mutually_exclusive(api, data_dir):
+    ProfileStore(data_dir).write("member", {"cookies": [], "origins": []})
+    state = data_dir / "state.json"
+    state.write_text('{"cookies": [], "origins": []}')
+    state.chmod(0o600)
+    response = post(api, {"url": "https://example.com", "profile": "member", "storageStatePath": str(state)})
+    assert response.status_code == 400
+    assert response.json()["error"]["fields"] == {"profile": ["Give either profile or storageStatePath, not both."]}
+
+
+def test_fetch_needs_auth(anonymous, site):
+    response = post(anonymous, {"url": site.url("/static")})
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthenticated"
