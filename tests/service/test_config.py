@@ -32,6 +32,7 @@ def test_defaults(tmp_path, monkeypatch):
     assert (config.host, config.port, config.workers) == ("127.0.0.1", 3470, 2)
     assert config.data_dir == tmp_path / "data"
     assert config.database_url is None and config.redis_url is None
+    assert (config.allow_private_networks, config.network_allowlist) == (False, ())
     assert oct((config.data_dir / "profiles").stat().st_mode & 0o777) == "0o700"
     assert config.job_retry_seconds > config.job_timeout_seconds > config.run_timeout_max_ms / 1000
 
@@ -48,6 +49,11 @@ def test_defaults(tmp_path, monkeypatch):
             "DATABASE_URL must be a URL starting with postgres:// or postgresql:// or sqlite://.",
         ),
         ({"MODEL_PROVIDER": "acme"}, "MODEL_PROVIDER must be openai or anthropic, got 'acme'."),
+        (
+            {"NETWORK_ALLOWLIST": "10.0.0.5:8080, intranet"},
+            "NETWORK_ALLOWLIST entries must be addresses or networks with an optional port "
+            "(10.0.0.5, 10.0.0.0/8, 127.0.0.1:8080, [::1]:8080), got 'intranet'.",
+        ),
     ],
 )
 def test_bad_values_are_one_clear_sentence(tmp_path, env, message):
