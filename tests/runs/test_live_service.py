@@ -49,6 +49,28 @@ def test_failed_page_ends_failed_not_crashed(service, site):
     assert service.get("/api/health").json()["workers"] == 2
 
 
+def test_sync_fetch_with_persist_is_kept_as_a_run_and_without_is_not(service, site):
+    before = service.get("/api/runs?kind=fetch&limit=500").json()["results"]
+    page = service.post("/api/fetch", {"url": site.url("/page/7"), "render": "http"})
+    assert page.status_code == 200, page.text
+    assert "runId" not in page.json()
+    assert service.get("/api/runs?kind=fetch&limit=500").json()["results"] == before
+
+    kept = service.post("/api/fetch", {"url": site.url("/page/8"), "render": "http", "persist": True})
+    assert kept.status_code == 200, kept.text
+    body = kept.json()
+    run = service.get(f"/api/runs/{body['runId']}").json()
+    assert run["status"] == "succeeded"
+    assert run["result"] == {key: value for key, value in body.items() if key != "runId"}
+    assert run["result"]["render"] == "http"
+    assert [step["action"] for step in run["steps"]] == ["navigate", "snapshot"]
+    assert run["steps"][0]["screenshot"] is None  # plain HTTP: no browser, no screenshot
+
+    failed = service.post("/api/fetch", {"url": site.url("/missing"), "persist": True})
+    assert failed.status_code == 502
+    assert failed.json() == {"error": {"code": "http_error", "message": "The page answered HTTP 404."}}
+
+
 def test_worker_killed_mid_run_is_requeued_and_succeeds_once_with_two_attempts(service, site):
     submitted = service.submit({"kind": "fetch", "url": site.url("/slow?ms=3000")})
     service.wait(submitted["id"], statuses=("running",))
