@@ -111,6 +111,8 @@ class Run(models.Model):
     worker = models.CharField(max_length=128, blank=True, default="")
     result = models.JSONField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
+    # Saved-query replays: what changed since the previous successful replay (runs/drift.py).
+    drift = models.JSONField(null=True, blank=True)
     usage = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -167,7 +169,9 @@ class Run(models.Model):
             lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds),
         )
 
-    def finish(self, *, result: object = None, error: dict | None = None, usage: dict | None = None) -> bool:
+    def finish(
+        self, *, result: object = None, error: dict | None = None, usage: dict | None = None, drift: dict | None = None
+    ) -> bool:
         """succeeded (with a result) or failed (with an error, and any partial result worth keeping);
         False if this attempt no longer owns the run."""
         status = self.Status.FAILED if error else self.Status.SUCCEEDED
@@ -182,6 +186,7 @@ class Run(models.Model):
             status=status,
             result=result,
             error=error,
+            drift=drift,
             usage=usage if usage is not None else self.usage,
             lease_expires_at=None,
             finished_at=timezone.now(),

@@ -206,6 +206,7 @@ class RunSerializer(serializers.ModelSerializer):
             "attempts",
             "result",
             "error",
+            "drift",
             "usage",
             "stepCount",
             "createdAt",

@@ -13,6 +13,7 @@ from django_q.tasks import async_task
 
 from profiles.store import StateFileError, profile_path, resolve_storage_state_path
 from runs import events
+from runs.drift import result_drift
 from runs.engine.browser import shared_browser_thread
 from runs.engine.fetch import fetch
 from runs.engine.netpolicy import NetworkPolicy
@@ -152,8 +153,19 @@ def run_record_step(
 
 
 def run_finish(*, run: Run, result: object = None, error: dict | None = None, usage: dict | None = None) -> bool:
+    """Record the outcome; a successful saved-query replay also records its drift from the previous success."""
     with transaction.atomic():
-        if not run.finish(result=result, error=error, usage=usage):
+        drift = None
+        if run.query and not error:
+            previous = (
+                Run.objects.filter(query=run.query, status=Run.Status.SUCCEEDED)
+                .exclude(pk=run.pk)
+                .order_by("-finished_at")
+                .first()
+            )
+            if previous is not None:
+                drift = {"comparedWith": str(previous.pk), **result_drift(previous.result, result)}
+        if not run.finish(result=result, error=error, usage=usage, drift=drift):
             return False
         events.event_run_finished(run)
     return True

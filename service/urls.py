@@ -5,6 +5,7 @@ from django.urls import include, path, re_path
 from rest_framework.routers import SimpleRouter
 
 from profiles.views import ProfileViewSet
+from queries.views import SavedQueryViewSet
 from runs.views import BatchViewSet, ExportView, FetchView, RunViewSet, SearchView
 from service import views
 from service.errors import api_not_found
@@ -12,6 +13,7 @@ from service.errors import api_not_found
 router = SimpleRouter(trailing_slash=False)
 router.register("runs", RunViewSet, basename="run")
 router.register("batches", BatchViewSet, basename="batch")
+router.register("queries", SavedQueryViewSet, basename="query")
 router.register("profiles", ProfileViewSet, basename="profile")
 
 api = [

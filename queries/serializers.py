@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from profiles.store import NAME_PATTERN
+from queries.models import SavedQuery
+from runs.serializers import (
+    URL_MAX_LENGTH,
+    OptionsSerializer,
+    check_json_schema,
+    validate_storage_state_path,
+    validate_target_url,
+)
+from service.serializers import StrictSerializer
+
+
+def validate_schema(value: object) -> object:
+    problem = check_json_schema(value)
+    if problem:
+        raise serializers.ValidationError(problem.replace("An extract run needs", "A saved query needs"))
+    return value
+
+
+class SavedQuerySerializer(serializers.ModelSerializer):
+    runCount = serializers.IntegerField(source="run_count")
+    lastRunAt = serializers.DateTimeField(source="last_run_at")
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+
+    class Meta:
+        model = SavedQuery
+        fields = ["name", "url", "schema", "instruction", "runCount", "lastRunAt", "createdAt", "updatedAt"]
+        read_only_fields = fields
+
+
+class QuerySpecSerializer(StrictSerializer):
+    """The editable part of a saved query (PUT needs url and schema; PATCH any of them)."""
+
+    name = serializers.RegexField(NAME_PATTERN, required=False, help_text="Names do not change; if given, the same.")
+    url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url])
+    schema = serializers.JSONField(validators=[validate_schema])
+    instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
+
+
+class QueryCreateSerializer(StrictSerializer):
+    name = serializers.RegexField(
+        NAME_PATTERN, error_messages={"invalid": "Use 1-64 characters: lowercase letters, digits, - and _."}
+    )
+    url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url], required=False)
+    schema = serializers.JSONField(validators=[validate_schema], required=False)
+    instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
+    fromRun = serializers.UUIDField(
+        required=False, help_text="Promote a past extract run: copies its url, schema, instruction."
+    )
+
+    def validate(self, attrs: dict) -> dict:
+        if "fromRun" in attrs:
+            extra = sorted({"url", "schema", "instruction"} & attrs.keys())
+            if extra:
+                raise serializers.ValidationError(
+                    {name: ["Give either fromRun or the spec, not both."] for name in extra}
+                )
+            return attrs
+        missing = {
+            name: ["This field is required (or give fromRun)."] for name in ("url", "schema") if name not in attrs
+        }
+        if missing:
+            raise serializers.ValidationError(missing)
+        return attrs
+
+
+class QueryReplaySerializer(StrictSerializer):
+    """One replay's overrides; none of them changes the stored query."""
+
+    url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url], required=False)
+    instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
+    profile = serializers.RegexField(NAME_PATTERN, required=False)
+    storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
+    options = OptionsSerializer(required=False)

@@ -1,0 +1,78 @@
+"""Thin adapters over queries/services.py."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from queries import services
+from queries.models import SavedQuery
+from queries.serializers import (
+    QueryCreateSerializer,
+    QueryReplaySerializer,
+    QuerySpecSerializer,
+    SavedQuerySerializer,
+)
+from runs.serializers import RunSerializer
+
+
+class SavedQueryViewSet(viewsets.ViewSet):
+    """Named extract specs: list, create (or promote a run), edit, delete, replay."""
+
+    lookup_field = "name"
+    lookup_value_regex = "[^/]+"
+    invalid_code = "invalid_request"
+
+    @extend_schema(responses=SavedQuerySerializer(many=True))
+    def list(self, request: Request) -> Response:
+        return Response(SavedQuerySerializer(SavedQuery.objects.all(), many=True).data)
+
+    @extend_schema(request=QueryCreateSerializer, responses={201: SavedQuerySerializer})
+    def create(self, request: Request) -> Response:
+        body = QueryCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        if "fromRun" in data:
+            query = services.query_from_run(name=data["name"], run_id=str(data["fromRun"]))
+        else:
+            query = services.query_create(
+                name=data["name"], url=data["url"], schema=data["schema"], instruction=data.get("instruction", "")
+            )
+        return Response(SavedQuerySerializer(query).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses=SavedQuerySerializer)
+    def retrieve(self, request: Request, name: str) -> Response:
+        return Response(SavedQuerySerializer(services.query_get(name=name)).data)
+
+    @extend_schema(request=QuerySpecSerializer, responses=SavedQuerySerializer)
+    def update(self, request: Request, name: str) -> Response:
+        return self._update(request, name, partial=False)
+
+    @extend_schema(request=QuerySpecSerializer, responses=SavedQuerySerializer)
+    def partial_update(self, request: Request, name: str) -> Response:
+        return self._update(request, name, partial=True)
+
+    def _update(self, request: Request, name: str, *, partial: bool) -> Response:
+        query = services.query_get(name=name)
+        body = QuerySpecSerializer(data=request.data, partial=partial)
+        body.is_valid(raise_exception=True)
+        query = services.query_update(query=query, changes=body.validated_data)
+        return Response(SavedQuerySerializer(query).data)
+
+    @extend_schema(responses={204: None})
+    def destroy(self, request: Request, name: str) -> Response:
+        services.query_delete(query=services.query_get(name=name))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=QueryReplaySerializer, responses={201: RunSerializer})
+    @action(detail=True, methods=["post"])
+    def run(self, request: Request, name: str) -> Response:
+        query = services.query_get(name=name)
+        body = QueryReplaySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        run = services.query_replay(query=query, overrides=body.validated_data)
+        run.step_count = 0
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
