@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -27,6 +28,10 @@ GROUP_REFRESH_SECONDS = 600.0
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_TOO_FAR_BEHIND = 4408
+CLOSE_DRAIN_SECONDS = 30
+# A client whose unread data stays above EVENTS_MAX_SEND_BUFFER_BYTES this long is too far behind.
+SEND_STALL_SECONDS = 5.0
+SEND_POLL_SECONDS = 0.01
 
 # A batch of frames read once for every consumer of this process: (cursor before, [(frame, text)], cursor after).
 Batch = tuple[int, list[tuple[dict, str]], int]
@@ -114,6 +119,33 @@ class EventFeed:
 feed = EventFeed()
 
 
+def _daphne_protocol(send):
+    """The daphne protocol behind an ASGI send callable, through the middlewares that wrap send (channels'
+    session middleware keeps the inner one as `real_send`)."""
+    for _ in range(8):
+        if isinstance(send, functools.partial):
+            return next(iter(send.args), None)
+        send = getattr(getattr(send, "__self__", None), "real_send", None)
+        if send is None:
+            return None
+    return None
+
+
+def unsent_bytes(send) -> int:
+    """Bytes the server holds for this connection because the client is not reading them.
+
+    daphne's send never blocks: what a client does not read piles up in Twisted's transport buffer (after the
+    kernel's socket buffers are full). daphne hands each application `partial(server.handle_reply, protocol)`,
+    so the transport is reachable from the send callable (_daphne_protocol); under another server this reports 0
+    and only the inbox limit (EVENTS_MAX_BACKLOG) applies.
+    """
+    transport = getattr(_daphne_protocol(send), "transport", None)
+    if transport is None:
+        return 0
+    buffered = len(getattr(transport, "dataBuffer", b"")) - getattr(transport, "offset", 0)
+    return max(0, buffered) + getattr(transport, "_tempDataLen", 0)
+
+
 def _header(scope: dict, name: bytes) -> str | None:
     for key, value in scope.get("headers", []):
         if key == name:
@@ -142,12 +174,13 @@ class EventsConsumer(AsyncWebsocketConsumer):
         self._inbox: asyncio.Queue[Batch | None] = asyncio.Queue()
         self._sender: asyncio.Task | None = None
         self._guard: stream.GapGuard | None = None
+        self._dropped = False
         # "From now" means from before the handshake completes: a client that submits right after connecting
         # must see its run's first event.
         now = await database_sync_to_async(stream.latest_event_id)()
         await self.accept()
         if not await _authenticate(self.scope):
-            await self.close(code=CLOSE_UNAUTHENTICATED, reason="unauthenticated")
+            await self.close_with_reason(CLOSE_UNAUTHENTICATED, "unauthenticated")
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
         try:
@@ -158,7 +191,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
             run_id = query.get("runId", [None])[0]
             self.run_id = str(uuid.UUID(run_id)) if run_id else None
         except ValueError:
-            await self.close(code=CLOSE_BAD_REQUEST, reason="after must be an event id and runId a run id")
+            await self.close_with_reason(CLOSE_BAD_REQUEST, "after must be an event id and runId a run id")
             return
         if await database_sync_to_async(stream.needs_gap_guard)():
             self._guard = stream.GapGuard()
@@ -180,15 +213,54 @@ class EventsConsumer(AsyncWebsocketConsumer):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sender
 
+    async def close_with_reason(self, code: int, reason: str) -> None:
+        """Close with a reason the client can read: daphne drops the reason of an ASGI close, so it is given to
+        daphne's protocol directly when that is the server."""
+        protocol = _daphne_protocol(self.base_send)
+        if protocol is not None and hasattr(protocol, "sendClose"):
+            protocol.sendClose(code=code, reason=reason)
+        else:
+            await self.close(code=code, reason=reason)
+
     def offer(self, batch: Batch) -> None:
         if self._inbox.qsize() >= settings.EVENTS_MAX_BACKLOG:
             # This connection's sender cannot keep up; drop it rather than grow without bound.
-            feed.remove(self)
-            asyncio.get_running_loop().create_task(
-                self.close(code=CLOSE_TOO_FAR_BEHIND, reason=f"too far behind; reconnect with after={self.cursor}")
-            )
+            self._drop()
             return
         self._inbox.put_nowait(batch)
+
+    def _drop(self) -> None:
+        """Disconnect a client that fell too far behind; it resumes from the last eventId it received."""
+        if self._dropped:
+            return
+        self._dropped = True
+        feed.remove(self)
+        protocol = _daphne_protocol(self.base_send)
+        if hasattr(protocol, "closeHandshakeTimeout"):
+            # The close frame queues behind what the client has not read yet; give it time to read that far
+            # (autobahn's default of 1 s would cut the connection before a slow reader sees the reason).
+            protocol.closeHandshakeTimeout = CLOSE_DRAIN_SECONDS
+        asyncio.get_running_loop().create_task(
+            self.close_with_reason(
+                CLOSE_TOO_FAR_BEHIND, "too far behind: reconnect with ?after=<the last eventId you received>"
+            )
+        )
+        if self._sender is not None and self._sender is not asyncio.current_task():
+            self._sender.cancel()
+
+    async def _forward(self, text: str) -> None:
+        """Send one frame; past the buffer limit, pause this connection's sender until the client has read
+        enough, and drop the client if it has not within SEND_STALL_SECONDS (other connections never wait)."""
+        await self.send(text_data=text)
+        limit = settings.EVENTS_MAX_SEND_BUFFER_BYTES
+        if unsent_bytes(self.base_send) <= limit:
+            return
+        deadline = time.monotonic() + SEND_STALL_SECONDS
+        while unsent_bytes(self.base_send) > limit:
+            if time.monotonic() > deadline:
+                self._drop()
+                raise asyncio.CancelledError  # stop this connection's sender; the close frame is on its way
+            await asyncio.sleep(SEND_POLL_SECONDS)
 
     async def receive(self, text_data=None, bytes_data=None) -> None:
         """The stream is one-way; anything a client sends is ignored."""
@@ -203,7 +275,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
                 if before == self.cursor:
                     for frame, text in frames:
                         if self.run_id is None or frame["runId"] == self.run_id:
-                            await self.send(text_data=text)
+                            await self._forward(text)
                     self.cursor = after
                     continue
             await self._catch_up()
@@ -219,5 +291,5 @@ class EventsConsumer(AsyncWebsocketConsumer):
                     continue
                 return
             for frame in frames:
-                await self.send(text_data=json.dumps(frame))
+                await self._forward(json.dumps(frame))
             self.cursor = cursor

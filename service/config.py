@@ -48,6 +48,7 @@ class Config:
     api_max_body_bytes: int
     event_retention_hours: float
     events_max_backlog: int
+    events_max_send_buffer_bytes: int
     secret_key: str
     debug: bool
     allowed_hosts: list[str]
@@ -225,6 +226,7 @@ def read_config(env: Mapping[str, str]) -> Config:
         run_reap_interval_seconds=_float(env, "RUN_REAP_INTERVAL_SECONDS", 2.0, 0.1, 600),
         queue_poll_seconds=_float(env, "QUEUE_POLL_SECONDS", 0.05, 0.005, 10),
         events_max_backlog=_int(env, "EVENTS_MAX_BACKLOG", 1000, 10, 1_000_000),
+        events_max_send_buffer_bytes=_int(env, "EVENTS_MAX_SEND_BUFFER_BYTES", 4 * 1024 * 1024, 16 * 1024, 1 << 30),
         event_retention_hours=_float(env, "EVENT_RETENTION_HOURS", 168.0, 0.0, 87_600.0),
         api_max_body_bytes=_int(env, "API_MAX_BODY_BYTES", 1_048_576, 1024, 1_073_741_824),
         secret_key=_secret_key(env, data_dir),

@@ -52,6 +52,7 @@ RUN_REAP_INTERVAL_SECONDS = CONFIG.run_reap_interval_seconds
 API_MAX_BODY_BYTES = CONFIG.api_max_body_bytes
 EVENT_RETENTION_HOURS = CONFIG.event_retention_hours
 EVENTS_MAX_BACKLOG = CONFIG.events_max_backlog
+EVENTS_MAX_SEND_BUFFER_BYTES = CONFIG.events_max_send_buffer_bytes
 
 INSTALLED_APPS = [
     "daphne",  # first, so that `runserver` is daphne's

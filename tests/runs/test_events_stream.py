@@ -129,7 +129,7 @@ def test_unauthenticated_and_wrong_key_are_closed_with_4401(service):
     for headers in ({}, {"Authorization": "Bearer wrong"}):
         with connect(service.events_url, additional_headers=headers) as ws, pytest.raises(ConnectionClosed) as closed:
             ws.recv(timeout=5)
-        assert closed.value.rcvd.code == 4401
+        assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4401, "unauthenticated")
 
 
 def test_a_foreign_origin_is_refused(service):
@@ -148,6 +148,7 @@ def test_a_bad_cursor_is_closed_with_4400(service):
     ):
         ws.recv(timeout=5)
     assert closed.value.rcvd.code == 4400
+    assert closed.value.rcvd.reason == "after must be an event id and runId a run id"
 
 
 def test_a_cursor_older_than_the_kept_events_gets_resync_first(service, site):

@@ -1,0 +1,71 @@
+"""A client that stops reading is disconnected (4408, with a reason) once the server holds too much for it;
+other clients keep streaming at full speed, and the dropped one resumes by cursor without a gap."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import time
+import uuid
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from runs.consumers import SEND_STALL_SECONDS
+from tests.live import KEY, LiveService
+
+pytestmark = pytest.mark.live
+AUTH = {"Authorization": f"Bearer {KEY}"}
+EVENTS = 6000
+
+
+def add_step_events(db_path, count: int) -> None:
+    """Write step events straight into the outbox, as workers would (one transaction)."""
+    run_id = uuid.uuid4().hex
+    with sqlite3.connect(db_path, timeout=30) as db:
+        db.executemany(
+            "insert into runs_event (run_id, type, payload, at) values (?, 'step', ?, '2026-11-22 00:00:00')",
+            [
+                (run_id, json.dumps({"index": n, "action": "navigate", "url": "https://x", "observation": "o" * 2000}))
+                for n in range(count)
+            ],
+        )
+
+
+def test_a_stalled_client_is_dropped_with_a_reason_and_resumes_while_others_stream(tmp_path):
+    service = LiveService(tmp_path, EVENTS_MAX_SEND_BUFFER_BYTES="65536").start()
+    uri = f"ws://127.0.0.1:{service.port}/api/events"
+    try:
+        stalled_socket = socket.socket()
+        stalled_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled_socket.connect(("127.0.0.1", service.port))
+        # max_queue=1: the client library stops reading the socket once one frame waits unread.
+        stalled = connect(uri, sock=stalled_socket, additional_headers=AUTH, max_queue=1, close_timeout=1)  # noqa: SIM115
+        healthy = connect(uri, additional_headers=AUTH)
+        time.sleep(0.3)
+        add_step_events(tmp_path / "db.sqlite3", EVENTS)
+
+        started = time.monotonic()
+        received = [json.loads(healthy.recv(timeout=30))["eventId"] for _ in range(EVENTS)]
+        healthy_seconds = time.monotonic() - started
+        assert received == list(range(received[0], received[0] + EVENTS))
+        healthy.close()
+
+        time.sleep(SEND_STALL_SECONDS + 1)  # the stalled client has not read for longer than the server waits
+        got: list[int] = []
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                got.append(json.loads(stalled.recv(timeout=30))["eventId"])
+        assert closed.value.rcvd.code == 4408
+        assert closed.value.rcvd.reason.startswith("too far behind")
+        assert 0 < len(got) < EVENTS
+        assert got == received[: len(got)]
+
+        with connect(f"{uri}?after={got[-1]}", additional_headers=AUTH) as resumed:
+            rest = [json.loads(resumed.recv(timeout=30))["eventId"] for _ in range(EVENTS - len(got))]
+        assert got + rest == received
+        print(f"healthy client read {EVENTS} frames in {healthy_seconds:.2f} s; stalled one got {len(got)}")
+    finally:
+        service.stop()
