@@ -12,6 +12,7 @@ from django.db import transaction
 from django_q.tasks import async_task
 
 from profiles.store import StateFileError, profile_path, resolve_storage_state_path
+from queries.models import SavedQuery
 from runs import events
 from runs.drift import result_drift
 from runs.engine.browser import shared_browser_thread
@@ -157,8 +158,12 @@ def run_finish(*, run: Run, result: object = None, error: dict | None = None, us
     with transaction.atomic():
         drift = None
         if run.query and not error:
+            # Only replays of this query: a deleted query's runs keep the name a new query may take.
+            saved = SavedQuery.objects.filter(name=run.query).values_list("created_at", flat=True).first()
             previous = (
-                Run.objects.filter(query=run.query, status=Run.Status.SUCCEEDED)
+                Run.objects.filter(
+                    query=run.query, status=Run.Status.SUCCEEDED, created_at__gte=saved or run.created_at
+                )
                 .exclude(pk=run.pk)
                 .order_by("-finished_at")
                 .first()

@@ -194,5 +194,5 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": CONFIG.log_level},
-    "loggers": {"django_q": {"level": "WARNING"}},
+    "loggers": {"django-q": {"level": "WARNING"}, "django_q": {"level": "WARNING"}},
 }

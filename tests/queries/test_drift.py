@@ -77,3 +77,21 @@ def test_replays_record_drift_against_the_previous_success(api, site):
         "emptied": [],
         "appeared": ["name", "price"],
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_new_query_under_a_deleted_ones_name_does_not_compare_with_its_runs(api, site):
+    def save() -> None:
+        body = {"name": "shoe", "url": site.url("/product"), "schema": SCHEMA}
+        assert api.post("/api/queries", data=json.dumps(body), content_type="application/json").status_code == 201
+
+    def replay() -> dict:
+        run = api.post("/api/queries/shoe/run", data="{}", content_type="application/json").json()
+        execute_run(run["id"])
+        return api.get(f"/api/runs/{run['id']}").json()
+
+    save()
+    replay()
+    assert api.delete("/api/queries/shoe").status_code == 204
+    save()
+    assert replay()["drift"] is None

@@ -1,0 +1,294 @@
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from rest_framework.exceptions import ValidationError
+
+from queries import services
+from queries.models import SavedQuery
+from queries.serializers import QueryCreateSerializer, QueryReplaySerializer, SavedQuerySerializer
+from runs.management.commands.runs import drift_line, error_text, step_line
+from runs.models import Event, Run
+from runs.serializers import RunDetailSerializer, RunSerializer
+from runs.stream import GapGuard, needs_gap_guard, read_events
+from service.errors import ServiceError, flatten_fields
+
+POLL_SECONDS = 0.1
+# A replay still queued after this long usually means no workers are running.
+QUEUED_HINT_SECONDS = 15
+
+# API field names as the options that carry them, so a validation message points at what the user typed.
+OPTIONS = {
+    "fromRun": "--from-run",
+    "url": "--url",
+    "schema": "--schema",
+    "instruction": "--instruction",
+    "profile": "--profile",
+    "storageStatePath": "--storage-state",
+}
+
+
+def invalid(errors: object) -> CommandError:
+    """One line naming every bad option."""
+    problems = []
+    for field, messages in flatten_fields(errors).items():
+        message = " ".join(messages)
+        if field in ("request", "non_field_errors"):
+            problems.append(message)
+        else:
+            problems.append(f"{OPTIONS.get(field.split('.')[0], field)}: {message}")
+    return CommandError("; ".join(problems).replace("\n", " "))
+
+
+def read_schema(value: str) -> object:
+    """--schema: inline JSON, or @path of a file holding it."""
+    source = "--schema"
+    text = value
+    if value.startswith("@"):
+        path = Path(value[1:]).expanduser()
+        source = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as error:
+            raise CommandError(f"Could not read the schema file {path}: {error.strerror}.") from None
+        except UnicodeDecodeError:
+            raise CommandError(f"The schema file {path} is not UTF-8 text.") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        hint = "" if value.startswith("@") else " (give inline JSON, or @file to read it from a file)"
+        raise CommandError(
+            f"{source} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}{hint}."
+        ) from None
+
+
+class Command(BaseCommand):
+    help = (
+        "Saved queries: named extract specs you replay. Save one (or promote a past extract run), replay it as a "
+        "queued run for the workers of `manage.py serve` (--wait follows it), list, show and delete them."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+
+        save = actions.add_parser("save", help="Save a query from a URL and schema, or from a past extract run.")
+        save.add_argument("name", help="Query name (a-z, 0-9, - and _; at most 64).")
+        save.add_argument("--url", help="The page to extract from.")
+        save.add_argument("--schema", help="The JSON schema of the result: inline JSON, or @file to read a file.")
+        save.add_argument("--instruction", help="What to extract, in words (for model-driven extraction).")
+        save.add_argument(
+            "--from-run", dest="from_run", help="Copy url, schema and instruction from this extract run instead."
+        )
+        save.add_argument("--json", action="store_true", dest="as_json", help="Print the saved query as JSON.")
+
+        run = actions.add_parser("run", help="Replay a saved query as a new queued run (the stored query is kept).")
+        run.add_argument("name", help="The saved query.")
+        run.add_argument("--url", help="Extract from this URL instead, for this replay only.")
+        run.add_argument("--instruction", help="Use this instruction instead, for this replay only.")
+        state = run.add_mutually_exclusive_group()
+        state.add_argument("--profile", help="Start logged in with this stored profile.")
+        state.add_argument(
+            "--storage-state",
+            dest="storage_state",
+            help="Start from a storage-state file inside the data directory (mode 0600).",
+        )
+        run.add_argument(
+            "--wait", action="store_true", help="Follow the run to its end, printing each step; exit 1 if it fails."
+        )
+        run.add_argument(
+            "--timeout",
+            type=float,
+            help="With --wait: stop following after this many seconds (exit 1; the run goes on).",
+        )
+        run.add_argument(
+            "--json",
+            action="store_true",
+            dest="as_json",
+            help="Print one JSON document: the queued run, or with --wait the finished run with its steps.",
+        )
+
+        listing = actions.add_parser("list", help="Saved queries with their replay counts.")
+        listing.add_argument("--json", action="store_true", dest="as_json", help="Print the queries as a JSON list.")
+
+        show = actions.add_parser("show", help="One saved query with its schema.")
+        show.add_argument("name", help="The saved query.")
+        show.add_argument("--json", action="store_true", dest="as_json", help="Print the query as JSON (as the API).")
+
+        delete = actions.add_parser("delete", help="Delete a saved query; its runs stay in the history.")
+        delete.add_argument("name", help="The saved query.")
+
+    def handle(self, *args, action: str, **options) -> None:
+        try:
+            getattr(self, f"_{action}")(**options)
+        except ServiceError as error:
+            raise CommandError(str(error.detail)) from None
+        except ValidationError as error:
+            raise invalid(error.detail) from None
+
+    def _save(
+        self,
+        *,
+        name: str,
+        url: str | None,
+        schema: str | None,
+        instruction: str | None,
+        from_run: str | None,
+        as_json: bool,
+        **_,
+    ) -> None:
+        given = {"name": name, "url": url, "instruction": instruction, "fromRun": from_run}
+        data = {key: value for key, value in given.items() if value is not None}
+        if schema is not None:
+            data["schema"] = read_schema(schema)
+        body = QueryCreateSerializer(data=data)
+        if not body.is_valid():
+            raise invalid(body.errors)
+        checked = body.validated_data
+        if "fromRun" in checked:
+            query = services.query_from_run(name=checked["name"], run_id=str(checked["fromRun"]))
+        else:
+            query = services.query_create(
+                name=checked["name"],
+                url=checked["url"],
+                schema=checked["schema"],
+                instruction=checked.get("instruction", ""),
+            )
+        if as_json:
+            self.stdout.write(json.dumps(SavedQuerySerializer(query).data, indent=2))
+        else:
+            self.stdout.write(self.style.SUCCESS(f"Saved query {query.name}: {query.url}"))
+
+    def _run(
+        self,
+        *,
+        name: str,
+        url: str | None,
+        instruction: str | None,
+        profile: str | None,
+        storage_state: str | None,
+        wait: bool,
+        timeout: float | None,
+        as_json: bool,
+        **_,
+    ) -> None:
+        query = services.query_get(name=name)
+        given = {"url": url, "instruction": instruction, "profile": profile, "storageStatePath": storage_state}
+        overrides = QueryReplaySerializer(data={key: value for key, value in given.items() if value is not None})
+        if not overrides.is_valid():
+            raise invalid(overrides.errors)
+        run = services.query_replay(query=query, overrides=overrides.validated_data)
+        if not wait:
+            run.step_count = 0
+            if as_json:
+                self.stdout.write(json.dumps(RunSerializer(run).data, indent=2))
+            else:
+                self.stdout.write(f"Queued run {run.id} ({query.name}: {run.url}). Follow it: runs show {run.id}")
+            return
+        if not as_json:
+            self._say(f"run {run.id} queued ({query.name}: {run.url})")
+        run = self._follow(run, quiet=as_json, timeout=timeout)
+        if as_json:
+            self.stdout.write(json.dumps(RunDetailSerializer(run).data, indent=2))
+        elif run.status == Run.Status.SUCCEEDED:
+            self.stdout.write(json.dumps(run.result, indent=2, ensure_ascii=False))
+            drift = drift_line(run.drift)
+            if drift:
+                self.stdout.write(self.style.WARNING(drift))
+        if run.status != Run.Status.SUCCEEDED:
+            raise CommandError(f"run {run.id} {run.status}: {error_text(run.error)}")
+
+    def _follow(self, run: Run, *, quiet: bool, timeout: float | None) -> Run:
+        """Print the run's events from the outbox as they are written, until it is final; the finished run."""
+        guard = GapGuard() if needs_gap_guard() else None
+        # Start after the run's own run-queued event: nothing of this run comes before it.
+        cursor = Event.objects.filter(run_id=run.pk).order_by("id").values_list("id", flat=True).first() or 0
+        started = time.monotonic()
+        hinted = False
+        try:
+            while True:
+                frames, cursor = read_events(cursor=cursor, run_id=str(run.pk), guard=guard)
+                for frame in frames:
+                    if not quiet:
+                        self._show_frame(frame)
+                if any(frame["type"] == "run-finished" for frame in frames):
+                    break
+                run.refresh_from_db(fields=["status"])
+                if run.is_final:  # it finished after our last read: read up to the end once more
+                    self._drain(run, cursor, quiet=quiet)
+                    break
+                waited = time.monotonic() - started
+                if timeout is not None and waited >= timeout:
+                    raise CommandError(
+                        f"run {run.id} is still {run.status} after {timeout:g} s; it goes on: runs show {run.id}"
+                    )
+                if not hinted and run.status == Run.Status.QUEUED and waited >= QUEUED_HINT_SECONDS:
+                    hinted = True
+                    self.stderr.write(
+                        f"run {run.id} is still queued after {QUEUED_HINT_SECONDS} s: is `manage.py serve` "
+                        "running on this data directory?"
+                    )
+                time.sleep(POLL_SECONDS)
+        except KeyboardInterrupt:
+            message = f"Stopped following run {run.id}; it goes on: runs show {run.id}"
+            raise CommandError(message, returncode=130) from None
+        return Run.objects.with_step_count().prefetch_related("steps").get(pk=run.pk)
+
+    def _drain(self, run: Run, cursor: int, *, quiet: bool) -> None:
+        """Show this run's remaining frames; read_events scans a bounded number of ids per call."""
+        while True:
+            frames, after = read_events(cursor=cursor, run_id=str(run.pk), guard=None)
+            for frame in frames:
+                if not quiet:
+                    self._show_frame(frame)
+            if after == cursor:
+                return
+            cursor = after
+
+    def _show_frame(self, frame: dict) -> None:
+        if frame["type"] == "step":
+            self._say(step_line(frame))
+        elif frame["type"] == "run-started":
+            again = " (its previous worker stopped)" if frame.get("attempt", 1) > 1 else ""
+            self._say(f"run {frame['runId']} started, attempt {frame.get('attempt', 1)}{again}")
+        elif frame["type"] == "run-queued":
+            self._say(f"run {frame['runId']} queued again: its worker stopped")
+
+    def _say(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()  # a pipe is block-buffered: show each step as it happens
+
+    def _list(self, *, as_json: bool, **_) -> None:
+        queries = SavedQuery.objects.all()
+        if as_json:
+            self.stdout.write(json.dumps(SavedQuerySerializer(queries, many=True).data, indent=2))
+            return
+        if not queries:
+            self.stdout.write("No saved queries yet: query save <name> --url <url> --schema @schema.json")
+            return
+        self.stdout.write(f"{'NAME':<24}  {'RUNS':>5}  {'LAST RUN':<19}  URL")
+        for query in queries:
+            last = f"{query.last_run_at:%Y-%m-%d %H:%M:%S}" if query.last_run_at else "never"
+            self.stdout.write(f"{query.name:<24}  {query.run_count:>5}  {last:<19}  {query.url}")
+
+    def _show(self, *, name: str, as_json: bool, **_) -> None:
+        query = services.query_get(name=name)
+        if as_json:
+            self.stdout.write(json.dumps(SavedQuerySerializer(query).data, indent=2))
+            return
+        last = f"{query.last_run_at:%Y-%m-%d %H:%M:%S}" if query.last_run_at else "never"
+        self.stdout.write(f"name:        {query.name}")
+        self.stdout.write(f"url:         {query.url}")
+        self.stdout.write(f"instruction: {query.instruction or '-'}")
+        self.stdout.write(f"runs:        {query.run_count} (last {last}; list them: runs list --query {query.name})")
+        self.stdout.write(f"updated:     {query.updated_at:%Y-%m-%d %H:%M:%S}")
+        self.stdout.write("schema:")
+        self.stdout.write(json.dumps(query.schema, indent=2, ensure_ascii=False))
+
+    def _delete(self, *, name: str, **_) -> None:
+        query = services.query_get(name=name)
+        services.query_delete(query=query)
+        kept = Run.objects.filter_by(query=name).count()
+        self.stdout.write(self.style.SUCCESS(f"Deleted query {name}; its {kept} run(s) stay in the history."))

@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+import json
+import uuid
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from runs.models import Run
+from runs.serializers import RunDetailSerializer, RunFilterSerializer, RunSerializer
+from service.errors import flatten_fields
+
+OBSERVATION_WIDTH = 100
+
+
+def positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(value)
+    return number
+
+
+def first_line(text: str, width: int = OBSERVATION_WIDTH) -> str:
+    """The first non-blank line, cut to fit one terminal line. Pretty-printed JSON starts with a lone bracket,
+    which says nothing: then the whole text, squeezed onto one line."""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(line) == 1:
+        line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def step_line(step: dict) -> str:
+    """One step as `runs show` and `query run --wait` print it (step dicts and step frames share these keys)."""
+    return f"  #{step['index']:<3} {step['action']:<12} {step['url']}  {first_line(step['observation'])}".rstrip()
+
+
+def error_text(error: dict | None) -> str:
+    error = error or {}
+    return f"{error.get('code', 'error')}: {error.get('message', 'no message')}"
+
+
+def drift_line(drift: dict | None) -> str | None:
+    """What changed since the previous successful replay of the same saved query, if anything did."""
+    if not drift:
+        return None
+    parts = [f"{key} {', '.join(drift[key])}" for key in ("changed", "emptied", "appeared") if drift.get(key)]
+    return f"drift since run {drift.get('comparedWith')}: {'; '.join(parts)}" if parts else None
+
+
+class Command(BaseCommand):
+    help = "Run history: list runs (newest first) and show one run with its steps."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        actions = parser.add_subparsers(dest="action", required=True)
+        listing = actions.add_parser("list", help="Runs, newest first.")
+        listing.add_argument("--query", help="Only replays of this saved query.")
+        listing.add_argument("--kind", choices=Run.Kind.values, help="Only runs of this kind.")
+        listing.add_argument("--status", choices=Run.Status.values, help="Only runs in this status.")
+        listing.add_argument("--batch", help="Only runs of this batch (its id).")
+        listing.add_argument("--limit", type=positive_int, default=20, help="At most this many runs (default 20).")
+        listing.add_argument("--json", action="store_true", dest="as_json", help="Print the runs as a JSON list.")
+        show = actions.add_parser("show", help="One run with its result or error and every step.")
+        show.add_argument("id", help="The run's id.")
+        show.add_argument("--json", action="store_true", dest="as_json", help="Print the run as JSON (as the API).")
+
+    def handle(self, *args, action: str, **options) -> None:
+        getattr(self, f"_{action}")(**options)
+
+    def _list(
+        self,
+        *,
+        query: str | None,
+        kind: str | None,
+        status: str | None,
+        batch: str | None,
+        limit: int,
+        as_json: bool,
+        **_,
+    ) -> None:
+        given = {"query": query, "kind": kind, "status": status, "batch": batch}
+        filters = RunFilterSerializer(data={key: value for key, value in given.items() if value is not None})
+        if not filters.is_valid():
+            problems = "; ".join(f"--{k}: {v[0]}" for k, v in flatten_fields(filters.errors).items())
+            raise CommandError(problems)
+        runs = list(Run.objects.with_step_count().filter_by(**filters.validated_data).order_by("-created_at")[:limit])
+        if as_json:
+            self.stdout.write(json.dumps(RunSerializer(runs, many=True).data, indent=2))
+            return
+        if not runs:
+            self.stdout.write("No runs match.")
+            return
+        self.stdout.write(f"{'ID':<36}  {'KIND':<7}  {'STATUS':<9}  {'STEPS':>5}  {'CREATED':<19}  {'QUERY':<16}  URL")
+        for run in runs:
+            self.stdout.write(
+                f"{run.id!s:<36}  {run.kind:<7}  {self._status(run.status, 9)}  {run.step_count:>5}  "
+                f"{run.created_at:%Y-%m-%d %H:%M:%S}  {run.query or '-':<16}  {run.url}"
+            )
+
+    def _show(self, *, id: str, as_json: bool, **_) -> None:
+        try:
+            run_id = uuid.UUID(id)
+        except ValueError:
+            raise CommandError(f"There is no run {id}.") from None
+        run = Run.objects.with_step_count().prefetch_related("steps").filter(pk=run_id).first()
+        if run is None:
+            raise CommandError(f"There is no run {id}.")
+        data = RunDetailSerializer(run).data
+        if as_json:
+            self.stdout.write(json.dumps(data, indent=2))
+            return
+        query = f"  query {run.query}" if run.query else ""
+        self.stdout.write(f"run {run.id}  {run.kind}  {self._status(run.status)}  attempt {run.attempts}{query}")
+        self.stdout.write(f"url:      {run.url}")
+        times = {"created": run.created_at, "started": run.started_at, "finished": run.finished_at}
+        self.stdout.write(
+            "times:    " + ", ".join(f"{label} {value:%Y-%m-%d %H:%M:%S}" for label, value in times.items() if value)
+        )
+        if run.error:
+            self.stdout.write(self.style.ERROR(f"error:    {error_text(run.error)}"))
+        self.stdout.write(f"steps:    {len(data['steps'])}")
+        for step in data["steps"]:
+            self.stdout.write(step_line(step))
+        drift = drift_line(run.drift)
+        if drift:
+            self.stdout.write(self.style.WARNING(drift))
+        if run.result is not None:
+            self.stdout.write("result:")
+            self.stdout.write(json.dumps(run.result, indent=2, ensure_ascii=False))
+
+    def _status(self, status: str, width: int = 0) -> str:
+        style = {
+            Run.Status.SUCCEEDED: self.style.SUCCESS,
+            Run.Status.FAILED: self.style.ERROR,
+            Run.Status.CANCELLED: self.style.WARNING,
+        }.get(status, str)
+        return style(f"{status:<{width}}")
