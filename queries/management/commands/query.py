@@ -1,8 +1,6 @@
 from __future__ import annotations
 
 import json
-import time
-from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from rest_framework.exceptions import ValidationError
@@ -10,59 +8,18 @@ from rest_framework.exceptions import ValidationError
 from queries import services
 from queries.models import SavedQuery
 from queries.serializers import QueryCreateSerializer, QueryReplaySerializer, SavedQuerySerializer
-from runs.management.commands.runs import drift_line, error_text, step_line
-from runs.models import Event, Run
+from runs.models import Run
 from runs.serializers import RunDetailSerializer, RunSerializer
-from runs.stream import GapGuard, needs_gap_guard, read_events
-from service.errors import ServiceError, flatten_fields
-
-POLL_SECONDS = 0.1
-# A replay still queued after this long usually means no workers are running.
-QUEUED_HINT_SECONDS = 15
+from runs.terminal import RunFollower, drift_line, error_text, problems_line, read_json_option
+from service.errors import ServiceError
 
 # API field names as the options that carry them, so a validation message points at what the user typed.
-OPTIONS = {
-    "fromRun": "--from-run",
-    "url": "--url",
-    "schema": "--schema",
-    "instruction": "--instruction",
-    "profile": "--profile",
-    "storageStatePath": "--storage-state",
-}
+OPTIONS = {"fromRun": "--from-run", "url": "--url"}
 
 
 def invalid(errors: object) -> CommandError:
     """One line naming every bad option."""
-    problems = []
-    for field, messages in flatten_fields(errors).items():
-        message = " ".join(messages)
-        if field in ("request", "non_field_errors"):
-            problems.append(message)
-        else:
-            problems.append(f"{OPTIONS.get(field.split('.')[0], field)}: {message}")
-    return CommandError("; ".join(problems).replace("\n", " "))
-
-
-def read_schema(value: str) -> object:
-    """--schema: inline JSON, or @path of a file holding it."""
-    source = "--schema"
-    text = value
-    if value.startswith("@"):
-        path = Path(value[1:]).expanduser()
-        source = str(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as error:
-            raise CommandError(f"Could not read the schema file {path}: {error.strerror}.") from None
-        except UnicodeDecodeError:
-            raise CommandError(f"The schema file {path} is not UTF-8 text.") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        hint = "" if value.startswith("@") else " (give inline JSON, or @file to read it from a file)"
-        raise CommandError(
-            f"{source} is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}{hint}."
-        ) from None
+    return CommandError(problems_line(errors, OPTIONS))
 
 
 class Command(BaseCommand):
@@ -142,7 +99,7 @@ class Command(BaseCommand):
         given = {"name": name, "url": url, "instruction": instruction, "fromRun": from_run}
         data = {key: value for key, value in given.items() if value is not None}
         if schema is not None:
-            data["schema"] = read_schema(schema)
+            data["schema"] = read_json_option(schema, "--schema")
         body = QueryCreateSerializer(data=data)
         if not body.is_valid():
             raise invalid(body.errors)
@@ -187,9 +144,14 @@ class Command(BaseCommand):
             else:
                 self.stdout.write(f"Queued run {run.id} ({query.name}: {run.url}). Follow it: runs show {run.id}")
             return
-        if not as_json:
-            self._say(f"run {run.id} queued ({query.name}: {run.url})")
-        run = self._follow(run, quiet=as_json, timeout=timeout)
+        follower = RunFollower(self.stdout._out, enabled=not as_json)
+        follower.say(f"run {run.id} queued ({query.name}: {run.url})")
+        try:
+            run = follower.follow(run, timeout=timeout)
+        except KeyboardInterrupt:
+            raise CommandError(
+                f"Stopped following run {run.id}; it goes on: runs show {run.id}", returncode=130
+            ) from None
         if as_json:
             self.stdout.write(json.dumps(RunDetailSerializer(run).data, indent=2))
         elif run.status == Run.Status.SUCCEEDED:
@@ -199,66 +161,6 @@ class Command(BaseCommand):
                 self.stdout.write(self.style.WARNING(drift))
         if run.status != Run.Status.SUCCEEDED:
             raise CommandError(f"run {run.id} {run.status}: {error_text(run.error)}")
-
-    def _follow(self, run: Run, *, quiet: bool, timeout: float | None) -> Run:
-        """Print the run's events from the outbox as they are written, until it is final; the finished run."""
-        guard = GapGuard() if needs_gap_guard() else None
-        # Start after the run's own run-queued event: nothing of this run comes before it.
-        cursor = Event.objects.filter(run_id=run.pk).order_by("id").values_list("id", flat=True).first() or 0
-        started = time.monotonic()
-        hinted = False
-        try:
-            while True:
-                frames, cursor = read_events(cursor=cursor, run_id=str(run.pk), guard=guard)
-                for frame in frames:
-                    if not quiet:
-                        self._show_frame(frame)
-                if any(frame["type"] == "run-finished" for frame in frames):
-                    break
-                run.refresh_from_db(fields=["status"])
-                if run.is_final:  # it finished after our last read: read up to the end once more
-                    self._drain(run, cursor, quiet=quiet)
-                    break
-                waited = time.monotonic() - started
-                if timeout is not None and waited >= timeout:
-                    raise CommandError(
-                        f"run {run.id} is still {run.status} after {timeout:g} s; it goes on: runs show {run.id}"
-                    )
-                if not hinted and run.status == Run.Status.QUEUED and waited >= QUEUED_HINT_SECONDS:
-                    hinted = True
-                    self.stderr.write(
-                        f"run {run.id} is still queued after {QUEUED_HINT_SECONDS} s: is `manage.py serve` "
-                        "running on this data directory?"
-                    )
-                time.sleep(POLL_SECONDS)
-        except KeyboardInterrupt:
-            message = f"Stopped following run {run.id}; it goes on: runs show {run.id}"
-            raise CommandError(message, returncode=130) from None
-        return Run.objects.with_step_count().prefetch_related("steps").get(pk=run.pk)
-
-    def _drain(self, run: Run, cursor: int, *, quiet: bool) -> None:
-        """Show this run's remaining frames; read_events scans a bounded number of ids per call."""
-        while True:
-            frames, after = read_events(cursor=cursor, run_id=str(run.pk), guard=None)
-            for frame in frames:
-                if not quiet:
-                    self._show_frame(frame)
-            if after == cursor:
-                return
-            cursor = after
-
-    def _show_frame(self, frame: dict) -> None:
-        if frame["type"] == "step":
-            self._say(step_line(frame))
-        elif frame["type"] == "run-started":
-            again = " (its previous worker stopped)" if frame.get("attempt", 1) > 1 else ""
-            self._say(f"run {frame['runId']} started, attempt {frame.get('attempt', 1)}{again}")
-        elif frame["type"] == "run-queued":
-            self._say(f"run {frame['runId']} queued again: its worker stopped")
-
-    def _say(self, line: str) -> None:
-        self.stdout.write(line)
-        self.stdout.flush()  # a pipe is block-buffered: show each step as it happens
 
     def _list(self, *, as_json: bool, **_) -> None:
         queries = SavedQuery.objects.all()

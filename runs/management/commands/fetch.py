@@ -1,22 +1,65 @@
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs import services
-from runs.jobs import execute_run
 from runs.models import Run
-from runs.serializers import RunSpecSerializer
-from service.errors import flatten_fields
+from runs.terminal import RunFollower, checked_spec, failed, run_and_follow, run_json
+
+
+def add_run_options(parser: CommandParser, *, state: bool = True) -> None:
+    """The options every run command shares."""
+    if state:
+        parser.add_argument("--profile", help="Start logged in with this stored profile.")
+        parser.add_argument(
+            "--storage-state",
+            dest="storage_state",
+            help="Start from a storage-state file inside the data directory (mode 0600); not with --profile.",
+        )
+    parser.add_argument("--timeout-ms", type=int, default=60_000, help="Give up after this long (default 60000).")
+    parser.add_argument(
+        "--queue",
+        action="store_true",
+        help="Hand the run to the workers of `manage.py serve` instead of running it here.",
+    )
+    parser.add_argument("--wait", action="store_true", help="With --queue: follow the run to its end.")
+    parser.add_argument("--json", action="store_true", dest="as_json", help="Print the run (with its steps) as JSON.")
+    parser.add_argument("--quiet", action="store_true", help="No progress lines, only the result.")
+
+
+def state_fields(profile: str | None, storage_state: str | None) -> dict:
+    if profile and storage_state:
+        raise CommandError("Give --profile or --storage-state, not both.", returncode=2)
+    fields = {}
+    if profile:
+        fields["profile"] = profile
+    if storage_state:
+        fields["storageStatePath"] = storage_state
+    return fields
+
+
+def execute(command: BaseCommand, spec: dict, *, queue: bool, wait: bool, as_json: bool, quiet: bool) -> Run | None:
+    """Validate, run (here or by the workers) and follow; print --json output. The finished run, or None when it
+    was only queued."""
+    progress = command.stderr._out
+    # Progress is for a person watching: none when standard error is a pipe or a file.
+    follower = RunFollower(progress, enabled=not quiet and not as_json and progress.isatty())
+    run = run_and_follow(checked_spec(spec), follower, queue=queue, wait=wait)
+    if queue and not wait:
+        command.stdout.write(run_json(run) if as_json else str(run.id))
+        return None
+    if as_json:
+        command.stdout.write(run_json(run))
+    if run.status != Run.Status.SUCCEEDED:
+        raise failed(run)
+    return run
 
 
 class Command(BaseCommand):
     help = (
-        "Fetch a URL in Chromium as a persisted run and print its Markdown. The run executes in this process "
-        "(it shows in the history like any other); exit 0 on success, 1 if the run failed, 2 on bad usage."
+        "Fetch a page as Markdown. The run executes in this process and shows in the history like any other "
+        "(--queue hands it to the workers). Exit 0 on success, 1 if the run failed, 2 on bad usage; Ctrl-C cancels."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -34,63 +77,26 @@ class Command(BaseCommand):
             "--render",
             choices=["auto", "browser", "http"],
             default="auto",
-            help="How to load the page (runs always use the browser for now).",
+            help="browser (default for runs: the trace keeps a screenshot) or http (plain HTTP, no browser).",
         )
-        parser.add_argument("--profile", help="Start logged in with this stored profile.")
-        parser.add_argument(
-            "--storage-state",
-            dest="storage_state",
-            help="Start from a storage-state file inside the data directory (mode 0600).",
-        )
-        parser.add_argument("--timeout-ms", type=int, default=60_000, help="Give up after this long.")
         parser.add_argument("--out", help="Write the Markdown to this file instead of standard output.")
-        parser.add_argument("--json", action="store_true", dest="as_json", help="Print the whole run as JSON.")
+        add_run_options(parser)
 
-    def handle(
-        self,
-        *args,
-        url: str,
-        main_content: bool,
-        render: str,
-        profile: str | None,
-        storage_state: str | None,
-        timeout_ms: int,
-        out: str | None,
-        as_json: bool,
-        **options,
-    ) -> None:
-        if profile and storage_state:
-            raise CommandError("Give --profile or --storage-state, not both.", returncode=2)
-        spec: dict = {
+    def handle(self, *args, url: str, main_content: bool, render: str, out: str | None, **options) -> None:
+        spec = {
             "kind": "fetch",
             "url": url,
-            "options": {"mainContent": main_content, "render": render, "timeoutMs": timeout_ms},
+            "options": {"mainContent": main_content, "render": render, "timeoutMs": options["timeout_ms"]},
+            **state_fields(options["profile"], options["storage_state"]),
         }
-        if profile:
-            spec["profile"] = profile
-        if storage_state:
-            spec["storageStatePath"] = storage_state
-        validated = RunSpecSerializer(data=spec)
-        if not validated.is_valid():
-            problems = "; ".join(f"{k}: {v[0]}" for k, v in flatten_fields(validated.errors).items())
-            raise CommandError(problems, returncode=2)
-        run = services.run_submit(spec=validated.validated_data, enqueue=False)
-        if sys.stderr.isatty():
-            self.stderr.write(f"run {run.id}: fetching {url}")
-        execute_run(str(run.id))
-        run = Run.objects.get(pk=run.pk)
-        if as_json:
-            self.stdout.write(
-                json.dumps(
-                    {"id": str(run.id), "status": run.status, "result": run.result, "error": run.error}, indent=2
-                )
-            )
-        elif run.status == Run.Status.SUCCEEDED:
-            if out:
-                Path(out).write_text(run.result["markdown"])
-                self.stderr.write(f"wrote {out} ({len(run.result['markdown'])} characters)")
-            else:
-                self.stdout.write(run.result["markdown"], ending="")
-        if run.status != Run.Status.SUCCEEDED:
-            error = run.error or {}
-            raise CommandError(f"run {run.id} {run.status}: {error.get('code')}: {error.get('message')}")
+        run = execute(
+            self, spec, queue=options["queue"], wait=options["wait"], as_json=options["as_json"], quiet=options["quiet"]
+        )
+        if run is None or options["as_json"]:
+            return
+        markdown = run.result["markdown"]
+        if out:
+            Path(out).write_text(markdown, encoding="utf-8")
+            self.stderr.write(f"wrote {out} ({len(markdown)} characters)")
+        else:
+            self.stdout.write(markdown, ending="" if markdown.endswith("\n") else "\n")

@@ -5,11 +5,10 @@ import uuid
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs import export
 from runs.models import Run
 from runs.serializers import RunDetailSerializer, RunFilterSerializer, RunSerializer
-from service.errors import flatten_fields
-
-OBSERVATION_WIDTH = 100
+from runs.terminal import drift_line, error_text, problems_line, step_line
 
 
 def positive_int(value: str) -> int:
@@ -19,35 +18,11 @@ def positive_int(value: str) -> int:
     return number
 
 
-def first_line(text: str, width: int = OBSERVATION_WIDTH) -> str:
-    """The first non-blank line, cut to fit one terminal line. Pretty-printed JSON starts with a lone bracket,
-    which says nothing: then the whole text, squeezed onto one line."""
-    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    if len(line) == 1:
-        line = " ".join(text.split())
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def step_line(step: dict) -> str:
-    """One step as `runs show` and `query run --wait` print it (step dicts and step frames share these keys)."""
-    return f"  #{step['index']:<3} {step['action']:<12} {step['url']}  {first_line(step['observation'])}".rstrip()
-
-
-def error_text(error: dict | None) -> str:
-    error = error or {}
-    return f"{error.get('code', 'error')}: {error.get('message', 'no message')}"
-
-
-def drift_line(drift: dict | None) -> str | None:
-    """What changed since the previous successful replay of the same saved query, if anything did."""
-    if not drift:
-        return None
-    parts = [f"{key} {', '.join(drift[key])}" for key in ("changed", "emptied", "appeared") if drift.get(key)]
-    return f"drift since run {drift.get('comparedWith')}: {'; '.join(parts)}" if parts else None
+FILTER_OPTIONS = {name: f"--{name}" for name in ("query", "kind", "status", "batch", "since", "until")}
 
 
 class Command(BaseCommand):
-    help = "Run history: list runs (newest first) and show one run with its steps."
+    help = "Run history: list runs (newest first), show one run with its steps, export runs as JSON or CSV."
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
@@ -61,6 +36,15 @@ class Command(BaseCommand):
         show = actions.add_parser("show", help="One run with its result or error and every step.")
         show.add_argument("id", help="The run's id.")
         show.add_argument("--json", action="store_true", dest="as_json", help="Print the run as JSON (as the API).")
+        dump = actions.add_parser("export", help="Runs and their results as a JSON array or a CSV file.")
+        dump.add_argument("--format", required=True, choices=list(export.FORMATS), help="json or csv.")
+        dump.add_argument("--query", help="Only replays of this saved query.")
+        dump.add_argument("--kind", choices=Run.Kind.values, help="Only runs of this kind.")
+        dump.add_argument("--status", choices=Run.Status.values, help="Only runs in this status.")
+        dump.add_argument("--batch", help="Only runs of this batch (its id).")
+        dump.add_argument("--since", help="Only runs created at or after this ISO 8601 time.")
+        dump.add_argument("--until", help="Only runs created before this ISO 8601 time.")
+        dump.add_argument("--out", help="Write to this file instead of standard output.")
 
     def handle(self, *args, action: str, **options) -> None:
         getattr(self, f"_{action}")(**options)
@@ -79,8 +63,7 @@ class Command(BaseCommand):
         given = {"query": query, "kind": kind, "status": status, "batch": batch}
         filters = RunFilterSerializer(data={key: value for key, value in given.items() if value is not None})
         if not filters.is_valid():
-            problems = "; ".join(f"--{k}: {v[0]}" for k, v in flatten_fields(filters.errors).items())
-            raise CommandError(problems)
+            raise CommandError(problems_line(filters.errors, FILTER_OPTIONS))
         runs = list(Run.objects.with_step_count().filter_by(**filters.validated_data).order_by("-created_at")[:limit])
         if as_json:
             self.stdout.write(json.dumps(RunSerializer(runs, many=True).data, indent=2))
@@ -125,6 +108,25 @@ class Command(BaseCommand):
         if run.result is not None:
             self.stdout.write("result:")
             self.stdout.write(json.dumps(run.result, indent=2, ensure_ascii=False))
+
+    def _export(self, *, format: str, out: str | None, **given) -> None:
+        wanted = {key: given[key] for key in ("query", "kind", "status", "batch", "since", "until") if given[key]}
+        filters = RunFilterSerializer(data=wanted)
+        if not filters.is_valid():
+            raise CommandError(problems_line(filters.errors, FILTER_OPTIONS), returncode=2)
+        runs = Run.objects.filter_by(**filters.validated_data).order_by("created_at", "id")
+        target = open(out, "w", encoding="utf-8", newline="") if out else None  # noqa: SIM115
+        try:
+            write = target.write if target else self.stdout._out.write
+            rows = 0
+            for chunk in export.FORMATS[format](runs):
+                write(chunk)
+                rows += chunk.count("\n")
+        finally:
+            if target:
+                target.close()
+        if out:
+            self.stderr.write(f"wrote {out}")
 
     def _status(self, status: str, width: int = 0) -> str:
         style = {

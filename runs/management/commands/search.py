@@ -1,0 +1,52 @@
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from runs import services
+from service.errors import ServiceError
+
+
+class Command(BaseCommand):
+    help = (
+        "Search the web through the SearXNG instance at SEARXNG_URL and print the results (title, URL, snippet); "
+        "--fetch also fetches every result as Markdown. Exit 0 on success, 1 on a search error, 2 on bad usage."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("query", help="What to search for.")
+        parser.add_argument("--limit", type=int, default=10, help="At most this many results (1-50, default 10).")
+        parser.add_argument("--categories", help="SearXNG categories, e.g. news or it.")
+        parser.add_argument("--language", help="Result language, e.g. en or de-CH.")
+        parser.add_argument("--time-range", dest="time_range", choices=["day", "week", "month", "year"])
+        parser.add_argument("--fetch", action="store_true", help="Also fetch every result's page as Markdown.")
+        parser.add_argument("--json", action="store_true", dest="as_json", help='Print {"results": [...]} as JSON.')
+
+    def handle(self, *args, query: str, limit: int, as_json: bool, fetch: bool, **options) -> None:
+        if not 1 <= limit <= 50:
+            raise CommandError("--limit must be between 1 and 50.", returncode=2)
+        try:
+            results = services.web_search(
+                query=query,
+                limit=limit,
+                categories=options["categories"],
+                language=options["language"],
+                time_range=options["time_range"],
+                fetch_pages=fetch,
+            )
+        except ServiceError as error:
+            raise CommandError(f"{error.error_code}: {error.detail}") from None
+        if as_json:
+            self.stdout.write(json.dumps({"results": results}, indent=2, ensure_ascii=False))
+            return
+        if not results:
+            self.stderr.write("no results")
+        for number, result in enumerate(results, 1):
+            self.stdout.write(f"{number}. {result['title']}\n   {result['url']}  [{result['engine']}]")
+            if result["snippet"]:
+                self.stdout.write(f"   {result['snippet']}")
+            if "markdown" in result:
+                self.stdout.write("\n" + result["markdown"].strip() + "\n")
+            elif "error" in result:
+                self.stdout.write(f"   (not fetched: {result['error']['code']}: {result['error']['message']})")

@@ -1,0 +1,194 @@
+"""The run commands as users type them: separate processes on a temporary data directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.fake_models import FakeOpenAI
+from tests.fake_searxng import FakeSearxng
+from tests.live import ROOT, LiveService
+
+pytestmark = pytest.mark.live
+RULES = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "x-selector": "h1.name"},
+        "price": {"type": "string", "x-selector": "p.price"},
+    },
+}
+
+
+def environment(data_dir, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SERVICE_", "DATABASE_URL", "DJANGO_ALLOW"))}
+    return {
+        **env,
+        "SERVICE_DATA_DIR": str(data_dir),
+        "ALLOW_PRIVATE_NETWORKS": "true",
+        "BROWSER_ARGS": "'--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1'",
+        "LOG_LEVEL": "WARNING",
+        **extra,
+    }
+
+
+def manage(data_dir, *args: str, timeout: float = 90, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment(data_dir, **env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    """One data directory (and database) for the module's commands, set up as `make run` does."""
+    directory = tmp_path_factory.mktemp("cli")
+    assert manage(directory, "migrate", "--no-input").returncode == 0
+    return directory
+
+
+def test_fetch_prints_markdown_and_keeps_the_run(data_dir, site):
+    done = manage(data_dir, "fetch", site.url("/static"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("# Flood at the mill")
+    assert done.stderr == ""  # progress is for terminals only
+    listed = json.loads(manage(data_dir, "runs", "list", "--kind", "fetch", "--json").stdout)
+    assert listed[0]["status"] == "succeeded" and listed[0]["url"] == site.url("/static")
+
+
+def test_fetch_render_http_and_out_file(data_dir, site, tmp_path):
+    out = tmp_path / "page.md"
+    done = manage(data_dir, "fetch", site.url("/static"), "--render", "http", "--full", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "Flood at the mill" in out.read_text()
+
+
+def test_extract_with_a_selector_schema_prints_json(data_dir, site, tmp_path):
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps(RULES))
+    done = manage(data_dir, "extract", site.url("/product"), "--schema", f"@{schema}")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"name": "Trail shoe", "price": "89,90 €"}
+
+
+def test_json_output_is_the_whole_run(data_dir, site):
+    done = manage(data_dir, "extract", site.url("/product"), "--schema", json.dumps(RULES), "--json")
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)
+    assert (run["kind"], run["status"], run["result"]) == (
+        "extract",
+        "succeeded",
+        {"name": "Trail shoe", "price": "89,90 €"},
+    )
+    assert [step["action"] for step in run["steps"]] == ["navigate", "extract", "validate"]
+
+
+def test_agent_reaches_its_goal_with_a_scripted_model(data_dir, site):
+    answers = [{"tool": "done", "args": {"output": {"title": "Sign in"}}}]
+    with FakeOpenAI(answers) as model:
+        done = manage(
+            data_dir,
+            "agent",
+            site.url("/login"),
+            "--goal",
+            "Tell me the page title",
+            "--max-steps",
+            "3",
+            MODEL_PROVIDER="openai",
+            MODEL_NAME="scripted",
+            OPENAI_BASE_URL=model.base_url + "/v1",
+            OPENAI_API_KEY="sk-test",
+        )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"title": "Sign in"}
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("fetch", "{site}/missing"), 1),
+        (("fetch", "file:///etc/passwd"), 2),
+        (("fetch", "{site}/static", "--profile", "a", "--storage-state", "b.json"), 2),
+        (("fetch", "{site}/static", "--render", "magic"), 2),
+        (("extract", "{site}/product"), 2),  # --schema is required
+        (("extract", "{site}/product", "--schema", '{"type": "object"'), 1),  # not JSON
+        (("agent", "{site}/login"), 2),  # --goal is required
+        (("agent", "{site}/login", "--goal", "x"), 2),  # no model configured
+    ],
+)
+def test_exit_codes(data_dir, site, args, code):
+    done = manage(data_dir, *(arg.replace("{site}", site.base_url) for arg in args))
+    assert done.returncode == code, (done.stdout, done.stderr)
+    last = done.stderr.strip().splitlines()[-1]  # argparse prints its usage first; the reason is the last line
+    assert "Error" in last or "error" in last, done.stderr
+
+
+def test_queue_hands_the_run_to_the_workers_and_wait_follows_it(tmp_path, site):
+    service = LiveService(tmp_path).start()
+    try:
+        env = {k: v for k, v in service.env.items() if k.startswith(("SERVICE_DATA_DIR", "DATABASE_URL"))}
+        queued = manage(tmp_path, "fetch", site.url("/page/3"), "--queue", **env)
+        assert queued.returncode == 0, queued.stderr
+        run = service.wait(queued.stdout.strip())
+        assert run["status"] == "succeeded"
+
+        followed = manage(tmp_path, "fetch", site.url("/page/4"), "--queue", "--wait", "--json", **env)
+        assert followed.returncode == 0, followed.stderr
+        assert json.loads(followed.stdout)["status"] == "succeeded"
+    finally:
+        service.stop()
+
+
+def test_ctrl_c_cancels_the_run_cleanly(data_dir, site):
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "fetch", site.url("/hang?s=30"), "--json"],
+        cwd=ROOT,
+        env=environment(data_dir),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(4)  # the browser is up and the page hangs
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 1, (out, err)
+    run = json.loads(out)
+    assert run["status"] == "cancelled"
+    assert run["error"] == {"code": "cancelled", "message": "The run was cancelled."}
+    assert "cancelled" in err
+
+
+def test_search_prints_results_and_json(data_dir):
+    with FakeSearxng() as searxng:
+        plain = manage(data_dir, "search", "python http server", "--limit", "2", SEARXNG_URL=searxng.base_url)
+        as_json = manage(data_dir, "search", "python http server", "--json", SEARXNG_URL=searxng.base_url)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.startswith("1. http.server — HTTP servers — Python 3.13 documentation\n")
+    assert "2. Python (programming language) - Wikipedia" in plain.stdout and "\n3. " not in plain.stdout
+    assert [r["engine"] for r in json.loads(as_json.stdout)["results"]][:2] == ["duckduckgo", "wikipedia"]
+    unconfigured = manage(data_dir, "search", "x")
+    assert unconfigured.returncode == 1
+    assert "SEARXNG_URL" in unconfigured.stderr
+
+
+@pytest.mark.parametrize("command", ["fetch", "extract", "agent", "search"])
+def test_help_lists_every_option_with_an_explanation(data_dir, command):
+    done = manage(data_dir, command, "--help")
+    assert done.returncode == 0
+    for option in {
+        "fetch": ["--render", "--queue", "--wait", "--json", "--out", "--profile"],
+        "extract": ["--schema", "--instruction", "--storage-state"],
+        "agent": ["--goal", "--cred", "--save-profile", "--max-steps"],
+        "search": ["--limit", "--fetch", "--json"],
+    }[command]:
+        assert option in done.stdout
