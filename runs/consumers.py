@@ -18,7 +18,7 @@ from django.conf import settings
 
 from runs import stream
 from runs.wakeup import GROUP
-from service.auth import authenticate_key
+from service.auth import authenticate_key, session_holder
 
 log = logging.getLogger(__name__)
 
@@ -160,9 +160,8 @@ def _authenticate(scope: dict) -> bool:
     if header:
         scheme, _, raw = header.partition(" ")
         return scheme.lower() == "bearer" and authenticate_key(raw.strip()) is not None
-    session = scope.get("session")
     has_origin = _header(scope, b"origin") is not None
-    return bool(has_origin and session is not None and session.get("api_key_name"))
+    return has_origin and session_holder(scope.get("session")) is not None
 
 
 class EventsConsumer(AsyncWebsocketConsumer):

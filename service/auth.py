@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 
 from django.conf import settings
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from service.models import ApiKey, matches_bootstrap_key
+from service.models import ApiKey, hash_key, matches_bootstrap_key
+
+# The playground signs in by exchanging a key for a session; the session keeps the key's name and hash (never the
+# key), so revoking the key (or changing SERVICE_API_KEY) ends the session too.
+SESSION_KEY_NAME = "api_key_name"
+SESSION_KEY_HASH = "api_key_hash"
 
 
 @dataclass(frozen=True)
@@ -25,6 +31,42 @@ def authenticate_key(raw: str) -> KeyHolder | None:
         return KeyHolder(key_name="bootstrap")
     key = ApiKey.objects.find(raw)
     return KeyHolder(key_name=key.name) if key else None
+
+
+def session_sign_in(session, raw: str) -> KeyHolder | None:
+    holder = authenticate_key(raw)
+    if holder is None:
+        return None
+    session.cycle_key()  # a new session id at sign-in (no fixation)
+    session[SESSION_KEY_NAME] = holder.key_name
+    session[SESSION_KEY_HASH] = hash_key(raw)
+    return holder
+
+
+def session_holder(session) -> KeyHolder | None:
+    """The caller of a signed-in playground session, while its key is still valid."""
+    if session is None:
+        return None
+    name, digest = session.get(SESSION_KEY_NAME), session.get(SESSION_KEY_HASH)
+    if not name or not digest:
+        return None
+    if name == "bootstrap":
+        bootstrap = settings.SERVICE_API_KEY
+        valid = bool(bootstrap) and hmac.compare_digest(hash_key(bootstrap), digest)
+    else:
+        valid = ApiKey.objects.active().filter(name=name, key_hash=digest).exists()
+    return KeyHolder(key_name=name) if valid else None
+
+
+class SessionKeyAuthentication(authentication.SessionAuthentication):
+    """The playground's session cookie; every unsafe method must carry the CSRF token (X-CSRFToken)."""
+
+    def authenticate(self, request: Request) -> tuple[KeyHolder, str] | None:
+        holder = session_holder(getattr(request._request, "session", None))
+        if holder is None:
+            return None
+        self.enforce_csrf(request)
+        return holder, "session"
 
 
 class ApiKeyAuthentication(authentication.BaseAuthentication):

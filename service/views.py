@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import get_token, rotate_token
 from django_q.models import OrmQ
 from django_q.status import Stat
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -13,9 +14,13 @@ from rest_framework.permissions import AllowAny
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from runs.engine.browser import find_system_executable
 from runs.models import Run
+from service.auth import SessionKeyAuthentication, session_holder, session_sign_in
+from service.errors import ServiceError
+from service.serializers import StrictSerializer
 
 
 @extend_schema(
@@ -90,3 +95,45 @@ class SchemaView(_JSONErrors, SpectacularJSONAPIView):
 
 class DocsView(_JSONErrors, SpectacularSwaggerView):
     pass
+
+
+class SignInSerializer(StrictSerializer):
+    key = serializers.CharField(max_length=512, trim_whitespace=True)
+
+
+class SessionSerializer(serializers.Serializer):
+    signedIn = serializers.BooleanField()
+    keyName = serializers.CharField(allow_null=True)
+
+
+class SessionView(APIView):
+    """The playground's sign-in: an API key exchanged for a session cookie (HttpOnly) plus the CSRF cookie its
+    writes must echo in X-CSRFToken. GET says whether this browser is signed in; DELETE signs out."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    invalid_code = "invalid_request"
+
+    @extend_schema(responses=SessionSerializer)
+    def get(self, request: Request) -> Response:
+        get_token(request)  # sets the csrftoken cookie for the UI
+        holder = session_holder(request.session)
+        return Response({"signedIn": holder is not None, "keyName": holder.key_name if holder else None})
+
+    @extend_schema(request=SignInSerializer, responses=SessionSerializer)
+    def post(self, request: Request) -> Response:
+        body = SignInSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        holder = session_sign_in(request.session, body.validated_data["key"])
+        if holder is None:
+            raise ServiceError("unauthenticated", "The API key is not valid or has been revoked.", status_code=401)
+        rotate_token(request)
+        get_token(request)
+        return Response({"signedIn": True, "keyName": holder.key_name})
+
+    @extend_schema(request=None, responses=SessionSerializer)
+    def delete(self, request: Request) -> Response:
+        if session_holder(request.session) is not None:
+            SessionKeyAuthentication().enforce_csrf(request)  # signing out is a write like any other
+        request.session.flush()
+        return Response({"signedIn": False, "keyName": None})

@@ -14,6 +14,7 @@ import sys
 import time
 
 import pytest
+import requests
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
@@ -166,20 +167,11 @@ def test_a_cursor_older_than_the_kept_events_gets_resync_first(service, site):
 
 
 def signed_in_session(service: LiveService) -> str:
-    """A playground session as sign-in will create it, made in the service's own database."""
-    code = (
-        "from django.contrib.sessions.backends.db import SessionStore\n"
-        "s = SessionStore(); s['api_key_name'] = 'bootstrap'; s.create(); print(s.session_key)"
-    )
-    result = subprocess.run(
-        [sys.executable, "manage.py", "shell", "--no-imports", "-c", code],
-        cwd=ROOT,
-        env=service.env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return result.stdout.strip()
+    """The session cookie the playground gets from POST /api/session."""
+    browser = requests.Session()
+    response = browser.post(f"{service.base_url}/api/session", json={"key": KEY}, timeout=10)
+    assert response.json() == {"signedIn": True, "keyName": "bootstrap"}
+    return browser.cookies["sessionid"]
 
 
 def test_a_browser_session_cookie_works_only_with_our_origin(service):

@@ -13,7 +13,7 @@ from service.models import ApiKey
 
 pytestmark = pytest.mark.django_db
 
-PUBLIC = {"/api/health"}
+PUBLIC = {"/api/health", "/api/session"}  # the playground's sign-in (tests/service/test_session.py)
 
 
 def api_routes() -> list[str]:
