@@ -59,6 +59,13 @@ class LiveService:
             **env,
         }
         self.env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        # LIVE_BACKEND=postgres-redis (make test's second pass) puts every live service on a scratch PostgreSQL
+        # database with Redis as the channel layer; a test that passes its own DATABASE_URL keeps it.
+        self.scratch: ScratchPostgres | None = None
+        if os.environ.get("LIVE_BACKEND") == "postgres-redis" and "DATABASE_URL" not in env:
+            self.scratch = ScratchPostgres()
+            self.env["DATABASE_URL"] = self.scratch.url
+            self.env.setdefault("REDIS_URL", REDIS_URL)
         self.process: subprocess.Popen | None = None
         self.session = requests.Session()
         self.session.headers["Authorization"] = f"Bearer {KEY}"
@@ -69,6 +76,8 @@ class LiveService:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 60) -> LiveService:
+        if self.scratch is not None:
+            self.scratch.__enter__()
         self.log = self.log_path.open("ab")
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "serve", "--grace", "10"],
@@ -101,7 +110,26 @@ class LiveService:
                 self.process.kill()
                 self.process.wait()
         self.log.close()
+        if self.scratch is not None:
+            self.scratch.__exit__(None, None, None)
+            self.scratch = None
         return time.monotonic() - started
+
+    def database_text(self) -> str:
+        """Everything in the service's database, as text (to prove a secret is not in it)."""
+        return database_text(self.env.get("DATABASE_URL") or str(self.data_dir / "db.sqlite3"))
+
+    def execute_many(self, sql: str, rows: list[tuple]) -> None:
+        """Write rows straight into the service's database (sql with ? placeholders)."""
+        database_url = self.env.get("DATABASE_URL")
+        if database_url:
+            import psycopg
+
+            with psycopg.connect(database_url) as db, db.cursor() as cursor:
+                cursor.executemany(sql.replace("?", "%s"), rows)
+        else:
+            with sqlite3.connect(self.data_dir / "db.sqlite3", timeout=30) as db:
+                db.executemany(sql, rows)
 
     def get(self, path: str, **kwargs) -> requests.Response:
         return self.session.get(self.base_url + path, timeout=10, **kwargs)
@@ -185,3 +213,26 @@ class ScratchPostgres:
 
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+def database_text(where: str) -> str:
+    """Every row of every table as text: a PostgreSQL URL, or the path of a SQLite file."""
+    if where.startswith("postgres"):
+        import psycopg
+
+        with psycopg.connect(where) as db:
+            tables = [row[0] for row in db.execute("select tablename from pg_tables where schemaname = 'public'")]
+            return "\n".join(str(row[0]) for table in tables for row in db.execute(f'select t::text from "{table}" t'))
+    with sqlite3.connect(where) as db:
+        return "\n".join(db.iterdump())
+
+
+def django_database_text() -> str:
+    """database_text for the test process's own database (pytest-django's test database)."""
+    from django.db import connection
+
+    settings = connection.settings_dict
+    if connection.vendor == "postgresql":
+        host, port = settings["HOST"] or "127.0.0.1", settings["PORT"] or 5432
+        return database_text(f"postgresql://{settings['USER']}@{host}:{port}/{settings['NAME']}")
+    return database_text(str(settings["NAME"]))

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 
 import pytest
-from django.db import connection
 
 from runs.jobs import execute_run
 from runs.models import Event, Run
+from tests.live import django_database_text
 from tests.site import real_login_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -55,8 +54,7 @@ def test_profile_run_sees_the_members_page_and_a_plain_run_sees_the_login_page(a
     assert canary not in responses
     assert not any(canary in json.dumps(e.frame()) for e in Event.objects.all())
     assert not any(canary in json.dumps(r.spec) + json.dumps(r.result) for r in Run.objects.all())
-    with sqlite3.connect(connection.settings_dict["NAME"]) as database:
-        assert canary not in "\n".join(database.iterdump())
+    assert canary not in django_database_text()
     assert canary in (data_dir / "profiles" / "members.json").read_text()
 
 

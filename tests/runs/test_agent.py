@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import io
 import json
-import sqlite3
 import sys
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from runs.jobs import execute_run
 from runs.models import Event, Run
 from tests.fake_models import FakeAnthropic, FakeOpenAI
+from tests.live import django_database_text
 from tests.site import LOGIN_PASSWORD, LOGIN_USER
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -88,8 +87,7 @@ def test_agent_logs_in_with_a_credential_saves_a_profile_and_the_password_never_
         default=str,
     )
     assert LOGIN_PASSWORD not in everything
-    with sqlite3.connect(connection.settings_dict["NAME"]) as database:
-        assert LOGIN_PASSWORD not in "\n".join(database.iterdump())
+    assert LOGIN_PASSWORD not in django_database_text()
     # The saved profile starts a later fetch logged in.
     assert (data_dir / "profiles" / "site-session.json").is_file()
     fetch = api.post(

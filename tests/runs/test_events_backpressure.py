@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import socket
-import sqlite3
 import time
 import uuid
 
@@ -21,17 +20,16 @@ AUTH = {"Authorization": f"Bearer {KEY}"}
 EVENTS = 6000
 
 
-def add_step_events(db_path, count: int) -> None:
+def add_step_events(service: LiveService, count: int) -> None:
     """Write step events straight into the outbox, as workers would (one transaction)."""
-    run_id = uuid.uuid4().hex
-    with sqlite3.connect(db_path, timeout=30) as db:
-        db.executemany(
-            "insert into runs_event (run_id, type, payload, at) values (?, 'step', ?, '2026-11-22 00:00:00')",
-            [
-                (run_id, json.dumps({"index": n, "action": "navigate", "url": "https://x", "observation": "o" * 2000}))
-                for n in range(count)
-            ],
-        )
+    run_id = str(uuid.uuid4()) if "DATABASE_URL" in service.env else uuid.uuid4().hex
+    service.execute_many(
+        "insert into runs_event (run_id, type, payload, at) values (?, 'step', ?, '2026-11-22 00:00:00+00')",
+        [
+            (run_id, json.dumps({"index": n, "action": "navigate", "url": "https://x", "observation": "o" * 2000}))
+            for n in range(count)
+        ],
+    )
 
 
 def test_a_stalled_client_is_dropped_with_a_reason_and_resumes_while_others_stream(tmp_path):
@@ -42,10 +40,10 @@ def test_a_stalled_client_is_dropped_with_a_reason_and_resumes_while_others_stre
         stalled_socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         stalled_socket.connect(("127.0.0.1", service.port))
         # max_queue=1: the client library stops reading the socket once one frame waits unread.
-        stalled = connect(uri, sock=stalled_socket, additional_headers=AUTH, max_queue=1, close_timeout=1)  # noqa: SIM115
+        stalled = connect(uri, sock=stalled_socket, additional_headers=AUTH, max_queue=1, close_timeout=1)
         healthy = connect(uri, additional_headers=AUTH)
         time.sleep(0.3)
-        add_step_events(tmp_path / "db.sqlite3", EVENTS)
+        add_step_events(service, EVENTS)
 
         started = time.monotonic()
         received = [json.loads(healthy.recv(timeout=30))["eventId"] for _ in range(EVENTS)]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import time
 
 import pytest
@@ -136,6 +135,5 @@ def test_profile_state_never_reaches_logs_database_responses_or_events(service, 
         service.log_path.read_text(),
     ]
     assert not any(canary in text for text in seen)
-    with sqlite3.connect(service.data_dir / "db.sqlite3") as database:
-        assert canary not in "\n".join(database.iterdump())
+    assert canary not in service.database_text()
     assert canary in (service.data_dir / "profiles" / "canary.json").read_text()
