@@ -140,14 +140,18 @@ class RunSpecSerializer(StrictSerializer):
         return attrs
 
 
-BATCH_MAX_RUNS = 5000
-
-
 class BatchSubmitSerializer(StrictSerializer):
-    runs = serializers.ListField(child=serializers.JSONField(), min_length=1, max_length=BATCH_MAX_RUNS)
+    runs = serializers.ListField(child=serializers.JSONField(), min_length=1)
+
+    def validate_runs_count(self, specs: list) -> None:
+        if len(specs) > settings.BATCH_MAX_RUNS:
+            raise serializers.ValidationError(
+                f"A batch holds at most {settings.BATCH_MAX_RUNS} runs (BATCH_MAX_RUNS); split it."
+            )
 
     def validate_runs(self, specs: list) -> list[dict]:
         """Every spec is checked before anything is created; errors are reported as runs.<index>.<field>."""
+        self.validate_runs_count(specs)
         valid: list[dict] = []
         errors: dict[str, object] = {}
         # One serializer validates every spec: building DRF's field tree per spec costs ~1 ms each.

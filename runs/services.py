@@ -73,12 +73,25 @@ def screenshot_url(run_id: str, index: int) -> str:
     return f"/api/runs/{run_id}/steps/{index}/screenshot"
 
 
+def _check_queue_room(adding: int) -> None:
+    """QUEUE_MAX_DEPTH queued runs at most: past it, submitters are told to come back later (429)."""
+    queued = Run.objects.filter(status=Run.Status.QUEUED).count()
+    if queued + adding > settings.QUEUE_MAX_DEPTH:
+        raise ServiceError(
+            "queue_full",
+            f"The queue is full ({queued} runs waiting, QUEUE_MAX_DEPTH={settings.QUEUE_MAX_DEPTH}); try again later.",
+            status_code=429,
+            headers={"Retry-After": "30"},
+        )
+
+
 def run_submit(*, spec: dict, query: str | None = None, batch: Batch | None = None, enqueue: bool = True) -> Run:
     """Persist a validated spec as a queued run, publish run-queued, and enqueue it after commit.
 
     enqueue=False is for callers that execute the run in their own process (the CLI); if they die before
     claiming it, the run stays queued and visible, and can be cancelled.
     """
+    _check_queue_room(1)
     with transaction.atomic():
         run = Run.objects.create(kind=spec["kind"], url=spec["url"], spec=spec, query=query, batch=batch)
         events.event_run_queued(run)
@@ -89,6 +102,7 @@ def run_submit(*, spec: dict, query: str | None = None, batch: Batch | None = No
 
 def batch_submit(*, specs: list[dict]) -> tuple[Batch, list[Run]]:
     """Persist validated specs as one batch of queued runs in one transaction, then enqueue them all."""
+    _check_queue_room(len(specs))
     with transaction.atomic():
         batch = Batch.objects.create()
         runs = Run.objects.bulk_create(
@@ -130,7 +144,20 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
 def run_record_step(
     *, run: Run, index: int, action: str, url: str, observation: str, screenshot: bytes | None, duration_ms: int
 ) -> bool:
-    """Write one step (and its screenshot) of the attempt that owns the run; False if it no longer does."""
+    """Write one step (and its screenshot) of the attempt that owns the run; False if it no longer does.
+
+    Observations past OBSERVATION_MAX_CHARS are cut (and say so); screenshots past SCREENSHOT_MAX_BYTES are dropped.
+    """
+    if len(observation) > settings.OBSERVATION_MAX_CHARS:
+        cut = len(observation) - settings.OBSERVATION_MAX_CHARS
+        observation = (
+            observation[: settings.OBSERVATION_MAX_CHARS] + f"\n[… {cut} more characters cut: OBSERVATION_MAX_CHARS]"
+        )
+    if screenshot is not None and len(screenshot) > settings.SCREENSHOT_MAX_BYTES:
+        log.warning(
+            "run %s step %d: screenshot of %d bytes dropped (SCREENSHOT_MAX_BYTES)", run.pk, index, len(screenshot)
+        )
+        screenshot = None
     screenshot_name = ""
     if screenshot is not None:
         folder = screenshot_dir(run.pk)

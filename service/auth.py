@@ -6,7 +6,7 @@ import hmac
 from dataclasses import dataclass
 
 from django.conf import settings
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, throttling
 from rest_framework.request import Request
 
 from service.models import ApiKey, hash_key, matches_bootstrap_key
@@ -84,3 +84,25 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'
+
+
+class PerKeyRateThrottle(throttling.SimpleRateThrottle):
+    """API_RATE_LIMIT requests per minute per API key (a playground session counts as its key), counted in the
+    shared cache so every web process of one installation agrees."""
+
+    scope = "api-key"
+
+    def get_rate(self) -> str | None:
+        # Read per request (not at import) so the limit follows the settings; None = no limit.
+        return f"{settings.API_RATE_LIMIT}/min" if settings.API_RATE_LIMIT else None
+
+    def allow_request(self, request: Request, view) -> bool:
+        self.rate = self.get_rate()
+        self.num_requests, self.duration = self.parse_rate(self.rate)
+        return super().allow_request(request, view)
+
+    def get_cache_key(self, request: Request, view) -> str | None:
+        holder = request.user
+        if not getattr(holder, "is_authenticated", False):
+            return None  # unauthenticated requests are refused anyway (health is not limited)
+        return self.cache_format % {"scope": self.scope, "ident": holder.key_name}

@@ -46,6 +46,11 @@ class Config:
     run_reap_interval_seconds: float
     queue_poll_seconds: float
     api_max_body_bytes: int
+    api_rate_limit: int
+    batch_max_runs: int
+    queue_max_depth: int
+    observation_max_chars: int
+    screenshot_max_bytes: int
     event_retention_hours: float
     events_max_backlog: int
     events_max_send_buffer_bytes: int
@@ -229,6 +234,11 @@ def read_config(env: Mapping[str, str]) -> Config:
         events_max_send_buffer_bytes=_int(env, "EVENTS_MAX_SEND_BUFFER_BYTES", 4 * 1024 * 1024, 16 * 1024, 1 << 30),
         event_retention_hours=_float(env, "EVENT_RETENTION_HOURS", 168.0, 0.0, 87_600.0),
         api_max_body_bytes=_int(env, "API_MAX_BODY_BYTES", 1_048_576, 1024, 1_073_741_824),
+        api_rate_limit=_int(env, "API_RATE_LIMIT", 1200, 0, 1_000_000),
+        batch_max_runs=_int(env, "BATCH_MAX_RUNS", 5000, 1, 1_000_000),
+        queue_max_depth=_int(env, "QUEUE_MAX_DEPTH", 100_000, 1, 100_000_000),
+        observation_max_chars=_int(env, "OBSERVATION_MAX_CHARS", 1_000_000, 2000, 100_000_000),
+        screenshot_max_bytes=_int(env, "SCREENSHOT_MAX_BYTES", 5_000_000, 10_000, 1_000_000_000),
         secret_key=_secret_key(env, data_dir),
         debug=_bool(env, "DEBUG", False),
         allowed_hosts=allowed,

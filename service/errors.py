@@ -15,11 +15,20 @@ from service.parsers import RequestTooLarge
 class ServiceError(exceptions.APIException):
     """An error with our own code; raise it from services and views."""
 
-    def __init__(self, code: str, message: str, *, status_code: int = 400, fields: dict | None = None):
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        status_code: int = 400,
+        fields: dict | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         super().__init__(detail=message, code=code)
         self.status_code = status_code
         self.error_code = code
         self.fields = fields
+        self.headers = headers or {}
 
 
 _CODES: dict[type[exceptions.APIException], str] = {
@@ -68,6 +77,8 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
         return None
     if isinstance(exc, ServiceError):
         body = error_body(exc.error_code, str(exc.detail), exc.fields)
+        for name, value in exc.headers.items():
+            response[name] = value
     elif isinstance(exc, exceptions.ValidationError):
         fields = flatten_fields(exc.detail)
         code = getattr(context.get("view"), "invalid_code", "invalid_request")

@@ -50,6 +50,11 @@ RUN_TIMEOUT_MAX_MS = CONFIG.run_timeout_max_ms
 RUN_LEASE_SECONDS = CONFIG.run_lease_seconds
 RUN_REAP_INTERVAL_SECONDS = CONFIG.run_reap_interval_seconds
 API_MAX_BODY_BYTES = CONFIG.api_max_body_bytes
+BATCH_MAX_RUNS = CONFIG.batch_max_runs
+API_RATE_LIMIT = CONFIG.api_rate_limit
+QUEUE_MAX_DEPTH = CONFIG.queue_max_depth
+OBSERVATION_MAX_CHARS = CONFIG.observation_max_chars
+SCREENSHOT_MAX_BYTES = CONFIG.screenshot_max_bytes
 EVENT_RETENTION_HOURS = CONFIG.event_retention_hours
 EVENTS_MAX_BACKLOG = CONFIG.events_max_backlog
 EVENTS_MAX_SEND_BUFFER_BYTES = CONFIG.events_max_send_buffer_bytes
@@ -168,6 +173,11 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+# The playground's build (`make ui`): whitenoise serves its files at the root URL (/assets/…, /favicon.svg);
+# service.views.home serves its index.html. Vite names assets by content hash (index-3f9aB_x-.js), so those are
+# cached for good. Whitenoise reads the folder when the process starts: restart the service after a rebuild.
+WHITENOISE_ROOT = FRONTEND_DIST if FRONTEND_DIST.is_dir() else None
+WHITENOISE_IMMUTABLE_FILE_TEST = r"^/assets/.+-[A-Za-z0-9_-]{8}\.[a-z0-9]+$"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["service.auth.ApiKeyAuthentication", "service.auth.SessionKeyAuthentication"],
@@ -175,6 +185,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["service.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "service.errors.exception_handler",
+    # API_RATE_LIMIT requests per minute per API key (0 = no limit); over it: 429 with Retry-After.
+    "DEFAULT_THROTTLE_CLASSES": ["service.auth.PerKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }

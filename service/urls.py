@@ -32,6 +32,9 @@ urlpatterns = [
     re_path(r"^api/.*$", api_not_found),
     path("admin/", admin.site.urls),
     path("", views.home, name="home"),
+    # Client-side routes of the playground (/history, /runs/<id>…): its index.html. Not /api, /admin, /static or
+    # the build's /assets, and not names with a file extension (a missing file stays a 404).
+    re_path(r"^(?!(?:api|admin|static|assets)(?:/|$))(?!.*\.[A-Za-z0-9]+$).+$", views.home, name="playground"),
 ]
 
 handler404 = "service.errors.api_not_found"

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
 from django.middleware.csrf import get_token, rotate_token
+from django.views.decorators.http import require_safe
 from django_q.models import OrmQ
 from django_q.status import Stat
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -64,14 +65,26 @@ def health(request: Request) -> Response:
     return Response(body, status=200 if db_ok else 503)
 
 
+@require_safe
 def home(request: HttpRequest) -> HttpResponse:
+    """The playground: frontend/dist/index.html for / and for every client-side route (/history, /runs/<id>…), so a
+    reload or a shared link opens the right screen. Its hashed /assets/* are served by whitenoise (WHITENOISE_ROOT).
+    index.html itself is never cached: a new build is picked up on the next load."""
     index = settings.FRONTEND_DIST / "index.html"
     if index.is_file():
-        return HttpResponse(index.read_bytes(), content_type="text/html")
+        response = HttpResponse(index.read_bytes(), content_type="text/html; charset=utf-8")
+        response["Cache-Control"] = "no-cache"
+        # The playground shows untrusted page content (Markdown, observations): scripts, styles, images and
+        # connections only from this origin, never framed.
+        response["Content-Security-Policy"] = (
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+            "connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+        )
+        return response
     return HttpResponse(
         "<!doctype html><title>Web-data service</title><h1>Web-data service</h1>"
         "<p>The API is at <a href='/api/docs'>/api/docs</a> (Bearer key required). "
-        "The playground UI has not been built.</p>",
+        "The playground UI has not been built: run <code>make ui</code> (needs Node.js 20.19+), then restart.</p>",
         content_type="text/html",
     )
 

@@ -28,6 +28,7 @@ def data_dir(settings, tmp_path):
     settings.DATA_DIR = tmp_path
     settings.ALLOW_PRIVATE_NETWORKS = True
     settings.BROWSER_ARGS = TEST_BROWSER_ARGS
+    settings.API_RATE_LIMIT = 0  # in-process tests share one cache; tests/service/test_limits.py sets its own
     return tmp_path
 
 
