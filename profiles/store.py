@@ -221,6 +221,8 @@ class ProfileStore:
 
 def resolve_storage_state_path(value: str, data_dir: Path) -> Path:
     """DESIGN.md section 6: a regular 0600 file inside the data dir, not a profile, credential or database file."""
+    if "\x00" in value:
+        raise StateFileError("storageStatePath cannot contain a NUL character.")
     root = Path(os.path.realpath(data_dir))
     resolved = Path(os.path.realpath(root / value))
     if not resolved.is_relative_to(root):
@@ -238,6 +240,8 @@ def resolve_storage_state_path(value: str, data_dir: Path) -> Path:
         info = resolved.stat()
     except FileNotFoundError:
         raise StateFileError("storageStatePath does not exist.") from None
+    except OSError as error:  # a name too long, a component that is a file, …
+        raise StateFileError(f"storageStatePath cannot be used: {error.strerror}.") from None
     if not stat.S_ISREG(info.st_mode):
         raise StateFileError("storageStatePath is not a regular file.")
     if stat.S_IMODE(info.st_mode) & 0o077:

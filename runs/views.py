@@ -8,6 +8,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -37,6 +38,16 @@ class NewestFirst(CursorPagination):
     page_size = 50
     page_size_query_param = "limit"
     max_page_size = 500
+
+    def decode_cursor(self, request):
+        try:
+            return super().decode_cursor(request)
+        except NotFound:  # DRF answers a mangled cursor with 404; it is bad input
+            raise ServiceError(
+                "invalid_request",
+                "The cursor is not one this API gave out; start again without it.",
+                fields={"cursor": ["Invalid cursor."]},
+            ) from None
 
 
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -116,7 +127,10 @@ class ExportView(APIView):
 
     @extend_schema(
         parameters=[OpenApiParameter("format", enum=list(export.FORMATS), required=True), RunFilterSerializer],
-        responses={(200, "application/json"): OpenApiTypes.BINARY, (200, "text/csv"): OpenApiTypes.BINARY},
+        responses={
+            (200, "application/json"): {"type": "array", "items": {"type": "object"}},
+            (200, "text/csv"): OpenApiTypes.STR,
+        },
     )
     def get(self, request: Request) -> StreamingHttpResponse:
         params = ExportParamsSerializer(data=request.query_params)

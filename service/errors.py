@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -99,8 +100,14 @@ def json_error(code: str, message: str, status_code: int) -> JsonResponse:
     return JsonResponse(error_body(code, message), status=status_code)
 
 
+@csrf_exempt  # an unknown route is a 404 whatever the method, not a CSRF failure
 def api_not_found(request, exception=None) -> JsonResponse:
     return json_error("not_found", f"No route for {request.path}.", 404)
+
+
+def csrf_failure(request, reason: str = "") -> JsonResponse:
+    """CSRF_FAILURE_VIEW: the API's error shape instead of Django's HTML page."""
+    return json_error("forbidden", f"CSRF check failed: {reason or 'missing or wrong token'}.", 403)
 
 
 def api_server_error(request) -> JsonResponse:

@@ -173,6 +173,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
+CSRF_FAILURE_VIEW = "service.errors.csrf_failure"
 # The playground's build (`make ui`): whitenoise serves its files at the root URL (/assets/…, /favicon.svg);
 # service.views.home serves its index.html. Vite names assets by content hash (index-3f9aB_x-.js), so those are
 # cached for good. Whitenoise reads the folder when the process starts: restart the service after a rebuild.
@@ -188,6 +189,8 @@ REST_FRAMEWORK = {
     # API_RATE_LIMIT requests per minute per API key (0 = no limit); over it: 429 with Retry-After.
     "DEFAULT_THROTTLE_CLASSES": ["service.auth.PerKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # ?format= is GET /api/export's own parameter, not DRF's renderer override (which would 404 format=csv).
+    "URL_FORMAT_OVERRIDE": None,
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -198,6 +201,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "service.openapi.error_responses",
+    ],
 }
 
 LOGGING = {

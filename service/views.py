@@ -144,7 +144,7 @@ class SessionView(APIView):
         get_token(request)
         return Response({"signedIn": True, "keyName": holder.key_name})
 
-    @extend_schema(request=None, responses=SessionSerializer)
+    @extend_schema(request=None, responses={200: SessionSerializer})
     def delete(self, request: Request) -> Response:
         if session_holder(request.session) is not None:
             SessionKeyAuthentication().enforce_csrf(request)  # signing out is a write like any other

@@ -44,6 +44,7 @@ def test_fetch_run_is_queued_with_defaults_filled_in(api):
         "attempts": 0,
         "result": None,
         "error": None,
+        "drift": None,
         "usage": {},
         "stepCount": 0,
         "createdAt": body["createdAt"],
@@ -129,6 +130,14 @@ def test_storage_state_path_must_be_private_and_inside_the_data_dir(api, data_di
     ok = post(api, {"kind": "fetch", "url": "https://example.com", "storageStatePath": "state.json"})
     assert ok.status_code == 201
     assert ok.json()["spec"]["storageStatePath"] == "state.json"
+
+
+@pytest.mark.parametrize("path", ["0" * 4000, "state.json/inner.json", "a\x00b"])
+def test_unusable_storage_state_paths_are_400_not_a_crash(api, data_dir, path):
+    (data_dir / "state.json").write_text("{}")
+    response = post(api, {"kind": "fetch", "url": "https://example.com", "storageStatePath": path})
+    assert response.status_code == 400, response.content
+    assert error(response)["fields"]["storageStatePath"]
 
 
 def test_malformed_json_is_400(api):
