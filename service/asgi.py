@@ -1,4 +1,5 @@
-"""ASGI entry point: HTTP through Django, the event stream through Channels (DESIGN.md section 2)."""
+"""ASGI entry point: HTTP through Django (and /api/mcp through the MCP server), the event stream through Channels
+(DESIGN.md section 2)."""
 
 import os
 
@@ -11,9 +12,10 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import OriginValidator  # noqa: E402
 from channels.sessions import SessionMiddlewareStack  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.urls import path  # noqa: E402
+from django.urls import path, re_path  # noqa: E402
 
 from runs.consumers import EventsConsumer  # noqa: E402
+from service.mcp import HttpEndpoint  # noqa: E402
 
 
 class BrowserOriginValidator(OriginValidator):
@@ -24,9 +26,14 @@ class BrowserOriginValidator(OriginValidator):
         return parsed_origin is None or self.validate_origin(parsed_origin)
 
 
+mcp_endpoint = HttpEndpoint()
+
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # /api/mcp answers with or without a trailing slash, never with a redirect (MCP clients POST to it).
+        "http": URLRouter(
+            [path("api/mcp", mcp_endpoint), path("api/mcp/", mcp_endpoint), re_path(r"", django_asgi_app)]
+        ),
         "websocket": BrowserOriginValidator(
             SessionMiddlewareStack(URLRouter([path("api/events", EventsConsumer.as_asgi())])),
             settings.ALLOWED_HOSTS,

@@ -213,5 +213,9 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": CONFIG.log_level},
-    "loggers": {"django-q": {"level": "WARNING"}, "django_q": {"level": "WARNING"}},
+    "loggers": {
+        "django-q": {"level": "WARNING"},
+        "django_q": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},  # the SDK logs each HTTP request at INFO
+    },
 }

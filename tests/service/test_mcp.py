@@ -1,0 +1,274 @@
+"""MCP: the SDK's own client over stdio (`manage.py mcp`) and over streamable HTTP (/api/mcp) of a live service."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx2
+import pytest
+import requests
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
+
+from tests.fake_searxng import FakeSearxng
+from tests.live import KEY, ROOT, LiveService
+
+pytestmark = pytest.mark.live
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "x-selector": "h1.name"},
+        "price": {"type": "string", "x-selector": "p.price", "description": "As the page shows it."},
+    },
+}
+PRODUCT = {"name": "Trail shoe", "price": "89,90 €"}
+TOOLS = {"run_saved_query", "list_saved_queries", "get_run", "fetch_markdown", "search_web", "extract", "start_agent"}
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory, site):
+    live = LiveService(tmp_path_factory.mktemp("mcp")).start()
+    created = live.post(
+        "/api/queries",
+        {"name": "product", "url": site.url("/product"), "schema": SCHEMA, "instruction": "The name and price."},
+    )
+    assert created.status_code == 201, created.text
+    yield live
+    live.stop()
+
+
+def run_async(session: Callable[..., Awaitable[None]], *args: object) -> None:
+    """anyio.run in a thread of its own: Playwright's sync API, used by other tests in this process, leaves a running
+    event loop on the main thread."""
+    with ThreadPoolExecutor(max_workers=1) as thread:
+        thread.submit(anyio.run, session, *args).result()
+
+
+def over_stdio(service: LiveService, mode: str = "auto", **env: str) -> Client:
+    """`manage.py mcp` as an MCP client starts it: a subprocess on the service's data dir, spoken to on stdin/out."""
+    command = StdioServerParameters(
+        command=sys.executable, args=["manage.py", "mcp"], cwd=str(ROOT), env={**service.env, **env}
+    )
+    return Client(command, mode=mode)
+
+
+@asynccontextmanager
+async def over_http(service: LiveService, path: str = "/api/mcp", mode: str = "auto") -> AsyncIterator[Client]:
+    headers = {"Authorization": f"Bearer {KEY}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300)) as http,
+        Client(streamable_http_client(service.base_url + path, http_client=http), mode=mode) as client,
+    ):
+        yield client
+
+
+async def lists_the_tools_and_runs_the_saved_query(client: Client, service: LiveService) -> None:
+    tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    for tool in tools.values():
+        assert tool.description and tool.input_schema["type"] == "object", tool.name
+    run_saved_query = tools["run_saved_query"]
+    assert run_saved_query.input_schema["required"] == ["name"]
+    assert set(run_saved_query.input_schema["properties"]) == {"name", "url", "instruction", "timeoutSeconds"}
+    product_url = service.get("/api/queries/product").json()["url"]
+    assert (
+        f"- product: reads {product_url} and returns an object with name (string), price (string: As the page shows "
+        "it.). Instruction: The name and price."
+    ) in run_saved_query.description
+
+    result = await client.call_tool("run_saved_query", {"name": "product"})
+    assert not result.is_error, result.content
+    assert result.structured_content == PRODUCT
+    run_id = result.meta["runId"]
+    assert [block.text for block in result.content] == [json.dumps(PRODUCT, ensure_ascii=False), f"runId: {run_id}"]
+    run = service.get(f"/api/runs/{run_id}").json()
+    assert (run["status"], run["query"], run["result"]) == ("succeeded", "product", PRODUCT)
+
+    missing = await client.call_tool("run_saved_query", {"name": "nope"})
+    assert missing.is_error
+    assert [block.text for block in missing.content] == ["not_found: There is no saved query named 'nope'."]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_stdio_client_lists_the_tools_and_runs_a_saved_query(service, mode):
+    async def session() -> None:
+        async with over_stdio(service, mode) as client:
+            await lists_the_tools_and_runs_the_saved_query(client, service)
+
+    run_async(session)
+
+
+@pytest.mark.parametrize(("mode", "path"), [("auto", "/api/mcp"), ("legacy", "/api/mcp"), ("auto", "/api/mcp/")])
+def test_http_client_with_a_key_lists_the_tools_and_runs_a_saved_query(service, mode, path):
+    async def session() -> None:
+        async with over_http(service, path, mode) as client:
+            await lists_the_tools_and_runs_the_saved_query(client, service)
+
+    run_async(session)
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer wrong", "Basic dXNlcjpwYXNz", "Token abc"])
+def test_http_without_a_valid_key_is_401_as_the_api_answers_it(service, authorization):
+    headers = {"Authorization": authorization} if authorization else {}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    mcp = requests.post(
+        service.base_url + "/api/mcp",
+        json=initialize,
+        headers={**headers, "Accept": "application/json, text/event-stream"},
+        timeout=10,
+    )
+    api = requests.get(service.base_url + "/api/runs", headers=headers, timeout=10)
+    assert (mcp.status_code, api.status_code) == (401, 401)
+    assert mcp.json() == api.json()
+    assert mcp.json()["error"]["code"] == "unauthenticated"
+    assert mcp.headers["WWW-Authenticate"] == api.headers["WWW-Authenticate"] == 'Bearer realm="api"'
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_http_serves_posts_only_there_is_no_stream_to_get_nor_session_to_delete(service, method):
+    response = service.session.request(method, service.base_url + "/api/mcp", timeout=10)
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
+    assert response.json() == {"error": {"code": "method_not_allowed", "message": f'Method "{method}" not allowed.'}}
+
+
+def test_http_client_with_a_wrong_key_cannot_connect(service):
+    async def session() -> None:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": "Bearer wrong"}) as http,
+            Client(streamable_http_client(service.base_url + "/api/mcp", http_client=http)),
+        ):
+            pass
+
+    # The SDK reports the 401 (whose body the test above checks) as an error response, inside its task groups.
+    with pytest.raises(BaseExceptionGroup) as refused:
+        run_async(session)
+    assert any(isinstance(error, MCPError) for error in _leaves(refused.value))
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def test_the_saved_query_list_follows_the_database(service, site):
+    async def session() -> None:
+        async with over_http(service) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert "- title:" not in tools["run_saved_query"].description
+            created = service.post(
+                "/api/queries",
+                {"name": "title", "url": site.url("/product"), "schema": {"type": "object", "properties": {}}},
+            )
+            assert created.status_code == 201, created.text
+            try:
+                tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+                assert "- title: reads " in tools["run_saved_query"].description
+            finally:
+                assert service.session.delete(service.base_url + "/api/queries/title", timeout=10).status_code == 204
+
+    run_async(session)
+
+
+def test_the_other_tools_over_stdio(service, site):
+    async def session(searxng: FakeSearxng) -> None:
+        async with over_stdio(service, SEARXNG_URL=searxng.base_url) as client:
+            listed = await client.call_tool("list_saved_queries", {})
+            assert [query["name"] for query in listed.structured_content["queries"]] == ["product"]
+            assert json.loads(listed.content[0].text) == listed.structured_content
+
+            extracted = await client.call_tool("extract", {"url": site.url("/product"), "schema": SCHEMA})
+            assert not extracted.is_error, extracted.content
+            assert extracted.structured_content == PRODUCT
+
+            run = await client.call_tool("get_run", {"runId": extracted.meta["runId"]})
+            assert not run.is_error, run.content
+            assert run.structured_content["id"] == extracted.meta["runId"]
+            assert (run.structured_content["status"], run.structured_content["result"]) == ("succeeded", PRODUCT)
+            assert run.structured_content["steps"], "the trace comes with the run"
+
+            page = await client.call_tool("fetch_markdown", {"url": site.url("/product"), "render": "http"})
+            assert not page.is_error, page.content
+            assert page.structured_content["title"] == "Trail shoe"
+            assert page.structured_content["status"] == 200
+            assert page.content[0].text == page.structured_content["markdown"]
+            assert "89,90 €" in page.content[0].text
+
+            found = await client.call_tool("search_web", {"query": "python http server", "limit": 2})
+            assert not found.is_error, found.content
+            assert [hit["url"] for hit in found.structured_content["results"]] == [
+                "https://docs.python.org/3/library/http.server.html",
+                "https://en.wikipedia.org/wiki/Python_(programming_language)",
+            ]
+            assert searxng.requests[-1]["q"] == "python http server"
+
+    with FakeSearxng() as searxng:
+        run_async(session, searxng)
+
+
+def test_failures_come_back_as_tool_errors_with_the_services_message(service, site):
+    async def session() -> None:
+        async with over_stdio(service) as client:
+
+            async def error_text(tool: str, arguments: dict) -> str:
+                result = await client.call_tool(tool, arguments)
+                assert result.is_error, (tool, arguments, result.content)
+                (block,) = result.content
+                assert "Traceback" not in block.text
+                return block.text
+
+            assert await error_text("run_saved_query", {}) == "invalid_arguments: name: This field is required."
+            assert (
+                await error_text("run_saved_query", {"name": "product", "timeout": 5})
+                == "invalid_arguments: timeout: This field is not allowed."
+            )
+            assert (
+                await error_text("run_saved_query", {"name": "product", "timeoutSeconds": 0})
+                == "invalid_arguments: timeoutSeconds: 0 is less than the minimum of 1."
+            )
+            assert (
+                await error_text("run_saved_query", {"name": "product", "url": "ftp://example.com/"})
+                == "invalid_request: url: Only http:// and https:// URLs can be fetched."
+            )
+            assert (
+                await error_text("get_run", {"runId": "00000000-0000-0000-0000-000000000000"})
+                == "not_found: There is no run 00000000-0000-0000-0000-000000000000."
+            )
+            assert (await error_text("start_agent", {"url": site.url("/"), "goal": "Find the price."})).startswith(
+                "model_not_configured: Agent runs need a model"
+            )
+            assert (await error_text("search_web", {"query": "anything"})).startswith(
+                "search_not_configured: Search needs a SearXNG instance"
+            )
+
+            failed = await client.call_tool("extract", {"url": site.url("/missing"), "schema": SCHEMA})
+            run_id = failed.meta["runId"]
+            assert failed.is_error
+            assert [block.text for block in failed.content] == [
+                f"http_error: The page answered HTTP 404. (run {run_id})"
+            ]
+
+            slow = await client.call_tool(
+                "run_saved_query", {"name": "product", "url": site.url("/slow?ms=4000"), "timeoutSeconds": 1}
+            )
+            assert slow.is_error
+            assert slow.content[0].text.startswith(f"timeout: Run {slow.meta['runId']} is still ")
+            assert "after 1 s; follow it with get_run." in slow.content[0].text
+
+            with pytest.raises(MCPError, match="no tool named 'nope'"):
+                await client.call_tool("nope", {})
+
+    run_async(session)
