@@ -1,0 +1,88 @@
+"""Worker death, over and over: SIGKILL the worker holding a run, N times in a row (issue: reliability).
+
+    .venv/bin/python -m tests.bench.worker_death [--kills 20]
+
+Each round submits a fetch of a slow page, waits until it runs, kills its worker process, and waits for the run to
+end: it must succeed exactly once (one run-finished event, attempts 2, one clean trace). Afterwards: Chromium
+processes left by killed workers are counted, the cluster must still take work, and a run whose worker is killed on
+every attempt must be failed after RUN_MAX_ATTEMPTS with worker_lost instead of being retried forever.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+from websockets.sync.client import connect
+
+from tests.live import KEY, LiveService, chromium_pids
+from tests.site import TestSite
+
+
+def kill_worker(service: LiveService, run_id: str) -> None:
+    service.wait(run_id, statuses=("running",))
+    os.kill(service.worker_pid(run_id), signal.SIGKILL)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kills", type=int, default=20)
+    args = parser.parse_args()
+    with TestSite() as site, tempfile.TemporaryDirectory() as data_dir:
+        service = LiveService(Path(data_dir), RUN_MAX_ATTEMPTS="3").start()
+        try:
+            finished_events: dict[str, int] = {}
+            ok = 0
+            started = time.monotonic()
+            with connect(service.events_url, additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+                for n in range(args.kills):
+                    run_id = service.submit({"kind": "fetch", "url": site.url(f"/slow?ms=3000&n={n}")})["id"]
+                    kill_worker(service, run_id)
+                    run = service.wait(run_id, timeout=90)
+                    good = (
+                        run["status"] == "succeeded"
+                        and run["attempts"] == 2
+                        and [s["action"] for s in run["steps"]] == ["navigate", "snapshot"]
+                    )
+                    ok += good
+                    print(f"kill {n + 1:2}: {run['status']} after {run['attempts']} attempts", flush=True)
+                time.sleep(1)
+                while True:
+                    try:
+                        frame = json.loads(ws.recv(timeout=1))
+                    except TimeoutError:
+                        break
+                    if frame["type"] == "run-finished":
+                        finished_events[frame["runId"]] = finished_events.get(frame["runId"], 0) + 1
+            elapsed = time.monotonic() - started
+            after = service.wait(service.submit({"kind": "fetch", "url": site.url("/static")})["id"])
+
+            doomed = service.submit({"kind": "fetch", "url": site.url("/slow?ms=5000&doomed=1")})["id"]
+            for _ in range(3):
+                kill_worker(service, doomed)
+                run = service.get(f"/api/runs/{doomed}").json()
+                deadline = time.monotonic() + 60
+                while run["status"] == "running" and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    run = service.get(f"/api/runs/{doomed}").json()
+            doomed_run = service.wait(doomed, timeout=90)
+        finally:
+            service.stop()
+        time.sleep(2)
+        orphans = chromium_pids(service.marker)
+    print(
+        f"\n{ok}/{args.kills} killed runs finished exactly once "
+        f"(run-finished events per run: {sorted(set(finished_events.values()))}) in {elapsed:.0f} s; "
+        f"cluster afterwards: {after['status']}; "
+        f"always-killed run: {doomed_run['status']} {doomed_run['error'] and doomed_run['error']['code']} "
+        f"after {doomed_run['attempts']} attempts; Chromium processes left after stop: {len(orphans)}"
+    )
+
+
+if __name__ == "__main__":
+    main()
