@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.handlers.asgi import ASGIRequest
 from django.http import FileResponse, StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -138,7 +139,10 @@ class ExportView(APIView):
         filters = dict(params.validated_data)
         fmt = filters.pop("format")
         runs = Run.objects.filter_by(**filters).order_by("created_at", "id")
-        response = StreamingHttpResponse(export.FORMATS[fmt](runs), content_type=export.CONTENT_TYPES[fmt])
+        chunks = export.FORMATS[fmt](runs)
+        if isinstance(request._request, ASGIRequest):  # daphne: stream it, do not collect it first
+            chunks = export.asynchronous(chunks)
+        response = StreamingHttpResponse(chunks, content_type=export.CONTENT_TYPES[fmt])
         stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
         response["Content-Disposition"] = f'attachment; filename="runs-{stamp}.{fmt}"'
         return response

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import signal
@@ -179,6 +181,19 @@ def test_search_prints_results_and_json(data_dir):
     unconfigured = manage(data_dir, "search", "x")
     assert unconfigured.returncode == 1
     assert "SEARXNG_URL" in unconfigured.stderr
+
+
+def test_runs_export_writes_csv_and_json(data_dir, site, tmp_path):
+    assert manage(data_dir, "extract", site.url("/product"), "--schema", json.dumps(RULES)).returncode == 0
+    out = tmp_path / "runs.csv"
+    done = manage(data_dir, "runs", "export", "--format", "csv", "--kind", "extract", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(out.read_text(), newline="")))
+    assert rows and {(row["kind"], row["name"], row["price"]) for row in rows} == {("extract", "Trail shoe", "89,90 €")}
+    as_json = json.loads(manage(data_dir, "runs", "export", "--format", "json", "--kind", "extract").stdout)
+    assert [run["result"] for run in as_json] == [{"name": "Trail shoe", "price": "89,90 €"}] * len(as_json)
+    bad = manage(data_dir, "runs", "export", "--format", "json", "--since", "yesterday")
+    assert bad.returncode == 2 and "--since" in bad.stderr
 
 
 @pytest.mark.parametrize("command", ["fetch", "extract", "agent", "search"])

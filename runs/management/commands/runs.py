@@ -118,10 +118,8 @@ class Command(BaseCommand):
         target = open(out, "w", encoding="utf-8", newline="") if out else None  # noqa: SIM115
         try:
             write = target.write if target else self.stdout._out.write
-            rows = 0
             for chunk in export.FORMATS[format](runs):
                 write(chunk)
-                rows += chunk.count("\n")
         finally:
             if target:
                 target.close()
