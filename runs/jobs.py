@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 import time
 
 from django.conf import settings
+from django.db import connection
 
 from profiles.credentials import CredentialNotFound, CredentialStore
 from profiles.store import ProfileStore
@@ -36,12 +38,37 @@ def worker_browser() -> Browser:
 
 
 class RunRecorder:
-    """The engine's Recorder for one attempt of a persisted run."""
+    """The engine's Recorder for one attempt of a persisted run.
+
+    A heartbeat thread renews the lease every CHECKPOINT_INTERVAL whatever the engine is doing: a browser that
+    takes seconds to start, or a long blocking call, must not look like a dead worker. When a renewal fails (the
+    run was cancelled, or the reaper gave it to another attempt), the engine's next checkpoint stops the run.
+    """
 
     def __init__(self, run: Run):
         self.run = run
         self.next_index = 0
-        self._last_checkpoint = time.monotonic()
+        self._lost = threading.Event()
+        self._done = threading.Event()
+        self._heartbeat = threading.Thread(target=self._beat, name=f"lease-{run.pk}", daemon=True)
+        self._heartbeat.start()
+
+    def _beat(self) -> None:
+        try:
+            while not self._done.wait(CHECKPOINT_INTERVAL):
+                if not Run.objects.renew_lease(
+                    run_id=self.run.pk, attempt=self.run.attempts, lease_seconds=settings.RUN_LEASE_SECONDS
+                ):
+                    self._lost.set()
+                    return
+        except Exception:  # the database may be briefly busy; the step writes still fence the attempt
+            log.exception("run %s: lease heartbeat stopped", self.run.pk)
+        finally:
+            connection.close()  # this thread's own connection
+
+    def close(self) -> None:
+        self._done.set()
+        self._heartbeat.join(timeout=5)
 
     def step(self, *, action: str, url: str, observation: str, screenshot: bytes | None, duration_ms: int) -> None:
         recorded = services.run_record_step(
@@ -56,14 +83,9 @@ class RunRecorder:
         if not recorded:
             raise RunAborted()
         self.next_index += 1
-        self._last_checkpoint = time.monotonic()
 
     def checkpoint(self) -> None:
-        now = time.monotonic()
-        if now - self._last_checkpoint < CHECKPOINT_INTERVAL:
-            return
-        self._last_checkpoint = now
-        if not self.run.renew_lease(lease_seconds=settings.RUN_LEASE_SECONDS):
+        if self._lost.is_set():
             raise RunAborted()
 
 
@@ -150,6 +172,14 @@ def execute_run(run_id: str) -> str:
     if run is None:
         return "skipped"
     recorder = RunRecorder(run)
+    try:
+        return _execute_claimed(run, recorder)
+    finally:
+        recorder.close()
+
+
+def _execute_claimed(run: Run, recorder: RunRecorder) -> str:
+    run_id = str(run.pk)
     started = time.monotonic()
 
     def usage(input_tokens: int = 0, output_tokens: int = 0) -> dict:

@@ -62,6 +62,14 @@ class RunQuerySet(models.QuerySet):
     def with_step_count(self) -> RunQuerySet:
         return self.annotate(step_count=models.Count("steps"))
 
+    def renew_lease(self, *, run_id, attempt: int, lease_seconds: int) -> bool:
+        """Extend one attempt's lease; False when the run was cancelled or taken over (see Run.renew_lease)."""
+        return bool(
+            self.filter(pk=run_id, status=Run.Status.RUNNING, attempts=attempt).update(
+                lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds)
+            )
+        )
+
     def lease_expired(self) -> RunQuerySet:
         return self.filter(status=Run.Status.RUNNING, lease_expires_at__lt=timezone.now())
 
