@@ -3,9 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test lint bench browser test-tools
+.PHONY: setup run test lint bench browser test-tools ui test-ui test-postgres
 
-setup: $(VENV)/.installed browser
+setup: $(VENV)/.installed browser ui
 	$(PY) manage.py migrate --noinput
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
@@ -34,6 +34,39 @@ test-tools:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq xvfb >/dev/null; \
 	fi
 
+# The playground (frontend/: Vite + React + TypeScript), built into frontend/dist and served by Django at /.
+# Needs Node.js 20.19+ with npm; without npm the service still runs (API only) and / says how to build it.
+# Rebuilt only when a source changed; gzip copies next to the files let whitenoise send them compressed.
+NPM ?= npm
+UI_SOURCES := $(shell find frontend/src frontend/public -type f 2>/dev/null) frontend/index.html \
+	frontend/vite.config.ts frontend/tsconfig.json frontend/tsconfig.app.json frontend/tsconfig.node.json
+
+NODE_OK := node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 20 || (a == 20 && b >= 19) ? 0 : 1)'
+
+ui:
+	@if command -v $(NPM) >/dev/null && $(NODE_OK) 2>/dev/null; then \
+		$(MAKE) --no-print-directory -s frontend/dist/index.html; \
+	else \
+		echo "ui: Node.js 20.19+ with npm not found, the playground is not built (install it, then make ui)"; \
+	fi
+
+frontend/node_modules/.installed: frontend/package.json frontend/package-lock.json
+	cd frontend && $(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+frontend/dist/index.html: frontend/node_modules/.installed $(UI_SOURCES) | $(VENV)/.installed
+	cd frontend && $(NPM) run --silent build
+	$(PY) -m whitenoise.compress --quiet frontend/dist
+
+# The UI's type check, formatting check and unit tests (Vitest): a few seconds.
+test-ui:
+	@if command -v $(NPM) >/dev/null && $(NODE_OK) 2>/dev/null; then \
+		$(MAKE) --no-print-directory -s frontend/node_modules/.installed && \
+		cd frontend && $(NPM) run --silent lint && $(NPM) run --silent test; \
+	else \
+		echo "test-ui: Node.js 20.19+ with npm not found, skipped"; \
+	fi
+
 run: setup
 	$(PY) manage.py serve --no-migrate
 
@@ -42,8 +75,22 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
 
-test: setup test-tools lint
+test: setup test-tools lint test-ui
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory test-postgres
+
+# The end-to-end tests again on the machine's PostgreSQL and Redis: the in-process ones on a test database there,
+# every live service on a scratch database of its own (tests/live.py, LIVE_BACKEND). Skipped when they are not up.
+PG_TESTS := tests/runs/test_live_service.py tests/runs/test_events_stream.py tests/runs/test_events_backpressure.py \
+	tests/runs/test_execute.py tests/queries tests/profiles
+test-postgres: $(VENV)/.installed
+	@if $(PY) -c "import sys; from tests.live import postgres_available as p, redis_available as r; sys.exit(not (p() and r()))"; then \
+		echo "test-postgres: the end-to-end tests on PostgreSQL and Redis"; \
+		LIVE_BACKEND=postgres-redis DATABASE_URL=postgresql://postgres@127.0.0.1:5432/test \
+		REDIS_URL=redis://127.0.0.1:6379/5 $(PY) -m pytest -q $(PG_TESTS); \
+	else \
+		echo "test-postgres: PostgreSQL on 127.0.0.1:5432 or Redis on 127.0.0.1:6379 not running, skipped"; \
+	fi
 
 bench: setup
 	$(PY) -m pytest tests/bench -s -p no:randomly

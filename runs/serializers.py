@@ -130,7 +130,7 @@ class RunSpecSerializer(StrictSerializer):
         if needs_model and not settings.MODEL_PROVIDER:
             raise ServiceError(
                 "model_not_configured",
-                f"{'Agent runs' if kind == 'agent' else 'This extract schema'} need a model: set MODEL_PROVIDER "
+                f"{'Agent runs need' if kind == 'agent' else 'This extract schema needs'} a model: set MODEL_PROVIDER "
                 "(openai or anthropic), MODEL_NAME and OPENAI_API_KEY (and OPENAI_BASE_URL for compatible "
                 "servers) or ANTHROPIC_API_KEY. Extraction without a model needs x-selector or x-source on "
                 "every field.",

@@ -72,6 +72,10 @@ class Browser:
         self._playwright: Playwright | None = None
         self._browser: PlaywrightBrowser | None = None
 
+    def launched(self) -> PlaywrightBrowser:
+        """The Playwright browser itself (started if needed), for callers that drive pages directly (tests)."""
+        return self._ensure()
+
     def _ensure(self) -> PlaywrightBrowser:
         if self._browser is not None and self._browser.is_connected():
             return self._browser

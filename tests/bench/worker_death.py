@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -39,26 +40,37 @@ def main() -> None:
             finished_events: dict[str, int] = {}
             ok = 0
             started = time.monotonic()
-            with connect(service.events_url, additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
-                for n in range(args.kills):
-                    run_id = service.submit({"kind": "fetch", "url": site.url(f"/slow?ms=3000&n={n}")})["id"]
-                    kill_worker(service, run_id)
-                    run = service.wait(run_id, timeout=90)
-                    good = (
-                        run["status"] == "succeeded"
-                        and run["attempts"] == 2
-                        and [s["action"] for s in run["steps"]] == ["navigate", "snapshot"]
-                    )
-                    ok += good
-                    print(f"kill {n + 1:2}: {run['status']} after {run['attempts']} attempts", flush=True)
-                time.sleep(1)
-                while True:
-                    try:
-                        frame = json.loads(ws.recv(timeout=1))
-                    except TimeoutError:
-                        break
-                    if frame["type"] == "run-finished":
-                        finished_events[frame["runId"]] = finished_events.get(frame["runId"], 0) + 1
+            frames: list[dict] = []
+            stop = threading.Event()
+
+            def listen() -> None:
+                with connect(service.events_url, additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+                    while not stop.is_set():
+                        try:
+                            frames.append(json.loads(ws.recv(timeout=0.5)))
+                        except TimeoutError:
+                            continue
+
+            listener = threading.Thread(target=listen, daemon=True)
+            listener.start()
+            time.sleep(0.5)
+            for n in range(args.kills):
+                run_id = service.submit({"kind": "fetch", "url": site.url(f"/slow?ms=3000&n={n}")})["id"]
+                kill_worker(service, run_id)
+                run = service.wait(run_id, timeout=90)
+                good = (
+                    run["status"] == "succeeded"
+                    and run["attempts"] == 2
+                    and [s["action"] for s in run["steps"]] == ["navigate", "snapshot"]
+                )
+                ok += good
+                print(f"kill {n + 1:2}: {run['status']} after {run['attempts']} attempts", flush=True)
+            time.sleep(1)
+            stop.set()
+            listener.join()
+            for frame in frames:
+                if frame["type"] == "run-finished":
+                    finished_events[frame["runId"]] = finished_events.get(frame["runId"], 0) + 1
             elapsed = time.monotonic() - started
             after = service.wait(service.submit({"kind": "fetch", "url": site.url("/static")})["id"])
 

@@ -1,0 +1,55 @@
+import { useCallback, useEffect, useRef, useState, type DependencyList } from "react";
+
+export interface Resource<T> {
+  data: T | undefined;
+  error: unknown;
+  loading: boolean;
+  reload(): void;
+  setData(update: T | ((current: T | undefined) => T)): void;
+}
+
+/** Load something when the dependencies change; a newer load wins over an older one still in flight. */
+export function useResource<T>(load: (signal: AbortSignal) => Promise<T>, deps: DependencyList): Resource<T> {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<unknown>(null);
+  const [loading, setLoading] = useState(true);
+  const [generation, setGeneration] = useState(0);
+  const loadRef = useRef(load);
+  loadRef.current = load;
+
+  useEffect(() => {
+    const controller = new AbortController();
+    setLoading(true);
+    loadRef
+      .current(controller.signal)
+      .then((value) => {
+        if (controller.signal.aborted) return;
+        setData(value);
+        setError(null);
+        setLoading(false);
+      })
+      .catch((reason: unknown) => {
+        if (controller.signal.aborted) return;
+        setError(reason);
+        setLoading(false);
+      });
+    return () => controller.abort();
+  }, [...deps, generation]);
+
+  const reload = useCallback(() => setGeneration((n) => n + 1), []);
+  const set = useCallback((update: T | ((current: T | undefined) => T)) => {
+    setData((current) => (typeof update === "function" ? (update as (c: T | undefined) => T)(current) : update));
+  }, []);
+  return { data, error, loading, reload, setData: set };
+}
+
+/** The current time, refreshed every `ms` while `active`. */
+export function useNow(active: boolean, ms = 1000): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!active) return;
+    const timer = setInterval(() => setNow(Date.now()), ms);
+    return () => clearInterval(timer);
+  }, [active, ms]);
+  return now;
+}
