@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -418,7 +420,10 @@ def test_served_over_asgi_the_export_is_streamed_not_collected_first(settings, r
         await communicator.wait(10)
         return start, parts
 
-    start, parts = async_to_sync(get)()
+    # On a thread of its own: Playwright's sync API (other tests in this process) leaves an event loop registered
+    # on the main thread, where async_to_sync refuses to run.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        start, parts = pool.submit(asyncio.run, get()).result()
 
     assert start["status"] == 200
     assert not [warning for warning in recwarn if "consume synchronous iterators" in str(warning.message)]

@@ -470,8 +470,11 @@ def test_history_of_1000_runs_stays_fast(ui):
 
     page.get_by_role("button", name="Newest").click()
     page.get_by_label("Status").select_option("failed")
-    page.get_by_label("Kind").select_option("extract")
+    # Wait for the answer to both filters and its drawing, not just the first row (which may be failed anyway).
+    with page.expect_response(lambda r: "/api/runs?" in r.url and "kind=extract" in r.url and "status=failed" in r.url):
+        page.get_by_label("Kind").select_option("extract")
     expect(page).to_have_url(re.compile(r"kind=extract&status=failed"))
+    page.wait_for_function("() => !document.querySelector('[aria-busy=true]')")
     expect(rows.first.locator("[data-status]")).to_have_attribute("data-status", "failed")
     statuses = rows.locator("[data-status]").evaluate_all("badges => badges.map(badge => badge.dataset.status)")
     assert set(statuses) == {"failed"}
