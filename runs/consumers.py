@@ -32,6 +32,7 @@ CLOSE_DRAIN_SECONDS = 30
 # A client whose unread data stays above EVENTS_MAX_SEND_BUFFER_BYTES this long is too far behind.
 SEND_STALL_SECONDS = 5.0
 SEND_POLL_SECONDS = 0.01
+YIELD_EVERY_FRAMES = 50
 
 # A batch of frames read once for every consumer of this process: (cursor before, [(frame, text)], cursor after).
 Batch = tuple[int, list[tuple[dict, str]], int]
@@ -167,6 +168,11 @@ def _authenticate(scope: dict) -> bool:
 class EventsConsumer(AsyncWebsocketConsumer):
     """Frames after the client's cursor, in id order, with no gap and no duplicate within a connection."""
 
+    # No channel of its own on the channel layer: wake-ups reach the process's EventFeed, once per process. (With
+    # channels_redis, a per-connection channel also meant a Redis read per connection, whose timeout could kill
+    # the connection while it was busy replaying.)
+    channel_layer_alias = None
+
     async def connect(self) -> None:
         self.cursor = 0
         self.run_id: str | None = None
@@ -174,6 +180,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
         self._sender: asyncio.Task | None = None
         self._guard: stream.GapGuard | None = None
         self._dropped = False
+        self._sent = 0
         # "From now" means from before the handshake completes: a client that submits right after connecting
         # must see its run's first event.
         now = await database_sync_to_async(stream.latest_event_id)()
@@ -251,6 +258,9 @@ class EventsConsumer(AsyncWebsocketConsumer):
         """Send one frame; past the buffer limit, pause this connection's sender until the client has read
         enough, and drop the client if it has not within SEND_STALL_SECONDS (other connections never wait)."""
         await self.send(text_data=text)
+        self._sent += 1
+        if self._sent % YIELD_EVERY_FRAMES == 0:
+            await asyncio.sleep(0)  # daphne's send never yields: let other connections (and the reactor) run
         limit = settings.EVENTS_MAX_SEND_BUFFER_BYTES
         if unsent_bytes(self.base_send) <= limit:
             return

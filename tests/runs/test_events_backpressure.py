@@ -39,6 +39,7 @@ def drain_stalled(stalled) -> list[int]:
     with pytest.raises(ConnectionClosed) as closed:
         while True:
             got.append(json.loads(stalled.recv(timeout=30))["eventId"])
+    assert closed.value.rcvd is not None, (repr(closed.value), len(got))
     assert closed.value.rcvd.code == 4408
     assert closed.value.rcvd.reason.startswith("too far behind")
     return got
