@@ -135,8 +135,22 @@ def ensure_private_dir(folder: Path) -> None:
     os.chmod(folder, 0o700)
 
 
+# A writer killed between creating its temp file and the rename leaves the temp file behind (the real file is
+# untouched). The next write in that folder removes such leftovers once they are this old.
+STALE_TEMP_SECONDS = 60
+
+
+def remove_stale_temp_files(folder: Path) -> None:
+    cutoff = time.time() - STALE_TEMP_SECONDS
+    for leftover in folder.glob(".*.tmp"):
+        with contextlib.suppress(FileNotFoundError):
+            if leftover.lstat().st_mtime < cutoff:
+                leftover.unlink()
+
+
 def write_private_file(path: Path, data: bytes) -> None:
     """Write atomically and privately: a temp file (0600 from creation) in the same dir, fsync, rename, fsync dir."""
+    remove_stale_temp_files(path.parent)
     fd, temp_name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)  # mode 0600
     try:
         with os.fdopen(fd, "wb") as handle:
