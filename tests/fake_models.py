@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -32,11 +33,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ScriptedModelServer:
-    """answers: strings (the model's text/JSON), {"tool": name, "args": {...}} for tool calls, or
-    (status, error body) tuples for failures."""
+    """answers: strings (the model's text/JSON), {"tool": name, "args": {...}} for tool calls, (status, error body)
+    tuples for failures, or {"stall": seconds}: a model that says nothing for that long, then fails. With repeat=True
+    the last answer is given again whenever the script runs out (a model that never says done)."""
 
-    def __init__(self, answers: list):
+    def __init__(self, answers: list, *, repeat: bool = False):
         self.answers = list(answers)
+        self.repeat = repeat
         self.requests: list[dict] = []
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.http.daemon_threads = True
@@ -58,7 +61,10 @@ class ScriptedModelServer:
     def answer(self, path: str, body: dict) -> tuple[int, dict]:
         if not self.answers:
             return 500, {"error": {"message": "the script ran out of answers", "type": "server_error"}}
-        answer = self.answers.pop(0)
+        answer = self.answers[0] if self.repeat and len(self.answers) == 1 else self.answers.pop(0)
+        if isinstance(answer, dict) and "stall" in answer:
+            time.sleep(answer["stall"])
+            return 500, {"error": {"message": "stalled", "type": "server_error"}}
         if isinstance(answer, tuple):
             return answer
         return 200, self.reply(body, answer)

@@ -14,7 +14,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
@@ -25,7 +25,7 @@ from runs.engine.extract import validation_errors
 from runs.engine.extract_rules import extract_by_rules, is_rule_schema
 from runs.engine.fetch import _TRACK_PENDING_JS, _navigation_error, capture_screenshot
 from runs.engine.markdown import to_markdown
-from runs.engine.models import Model, ToolSpec
+from runs.engine.models import DeadlinePassed, Model, ToolSpec
 from runs.engine.spec import Credential, EngineError, FetchSpec, Recorder, checked_url
 
 TEXT_LIMIT = 4000
@@ -169,9 +169,20 @@ class _Secrets:
         return text
 
     def scrub(self, text: str) -> str:
-        for value in sorted(self.values, key=len, reverse=True):
-            text = text.replace(value, SCRUBBED)
+        # A form sent with GET (a form without method= is one) carries the values URL-encoded in the page's URL.
+        forms = {
+            form
+            for value in self.values
+            for form in (value, quote(value, safe=""), quote_plus(value, safe=""), _form_encoded(value))
+        }
+        for form in sorted(forms, key=len, reverse=True):
+            text = text.replace(form, SCRUBBED)
         return text
+
+
+def _form_encoded(value: str) -> str:
+    """application/x-www-form-urlencoded as browsers write it (WHATWG: '*' kept, '~' escaped, space as '+')."""
+    return quote_plus(value, safe="*").replace("~", "%7E")
 
 
 class _ActionError(Exception):
@@ -190,9 +201,14 @@ def _observe(page: Page, secrets: _Secrets) -> str:
     return secrets.scrub(observation)
 
 
-def _settle(page: Page) -> None:
+def _wait_ms(deadline: float) -> int:
+    """How long one browser action may wait: ACTION_WAIT_MS, or less when the run's deadline is nearer."""
+    return max(1, min(ACTION_WAIT_MS, int((deadline - time.monotonic()) * 1000)))
+
+
+def _settle(page: Page, deadline: float) -> None:
     with contextlib.suppress(PlaywrightTimeout):
-        page.wait_for_load_state("load", timeout=ACTION_WAIT_MS)
+        page.wait_for_load_state("load", timeout=_wait_ms(deadline))
 
 
 def _by_ref(page: Page, arguments: dict):
@@ -221,6 +237,9 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
     def failed(code: str, message: str) -> AgentFailed:
         return AgentFailed(code, message, input_tokens=tokens[0], output_tokens=tokens[1])
 
+    def out_of_time() -> AgentFailed:
+        return failed("timeout", f"The goal was not reached within timeoutMs ({spec.page.options.timeout_ms} ms).")
+
     try:
         page = context.new_page()
         page.add_init_script(_TRACK_PENDING_JS)
@@ -234,7 +253,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
         observation = _observe(page, secrets)
         recorder.step(
             action=f"goto {json.dumps({'url': spec.page.url})}",
-            url=page.url,
+            url=secrets.scrub(page.url),
             observation=observation,
             screenshot=_screenshot(page, spec, secrets),
             duration_ms=int((time.monotonic() - started) * 1000),
@@ -242,15 +261,16 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
         for _ in range(spec.max_steps):
             recorder.checkpoint()
             if time.monotonic() > deadline:
-                raise failed(
-                    "timeout", f"The goal was not reached within timeoutMs ({spec.page.options.timeout_ms} ms)."
-                )
+                raise out_of_time()
             prompt = (
                 f"Goal: {spec.goal}\n\nSteps so far:\n"
                 + ("\n".join(history[-20:]) or "(none)")
                 + f"\n\nCurrent page:\n<page>\n{observation}\n</page>"
             )
-            call = model.choose_tool(system=SYSTEM_PROMPT, prompt=prompt, tools=TOOLS)
+            try:
+                call = model.choose_tool(system=SYSTEM_PROMPT, prompt=prompt, tools=TOOLS, deadline=deadline)
+            except DeadlinePassed:
+                raise out_of_time() from None
             tokens[0] += call.input_tokens
             tokens[1] += call.output_tokens
             started = time.monotonic()
@@ -262,7 +282,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
                 errors = validation_errors(spec.output_schema, output) if spec.output_schema else []
                 recorder.step(
                     action="done",
-                    url=page.url,
+                    url=secrets.scrub(page.url),
                     observation=json.dumps(output, ensure_ascii=False, indent=2)
                     + ("\n" + "\n".join(errors) if errors else ""),
                     screenshot=None,
@@ -274,11 +294,13 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
                 return AgentResult(output, len(history) + 1, tokens[0], tokens[1], state)
             if name == "fail":
                 reason = secrets.scrub(str(arguments.get("reason") or "no reason given"))
-                recorder.step(action="fail", url=page.url, observation=reason, screenshot=None, duration_ms=0)
+                recorder.step(
+                    action="fail", url=secrets.scrub(page.url), observation=reason, screenshot=None, duration_ms=0
+                )
                 raise failed("agent_failed", f"The agent gave up: {reason}")
             try:
-                note = _act(page, name, arguments, secrets, spec)
-                _settle(page)
+                note = _act(page, name, arguments, secrets, spec, deadline)
+                _settle(page, deadline)
                 observation = _observe(page, secrets)
                 if note:
                     observation = f"{note}\n\n{observation}"
@@ -294,7 +316,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
             history.append(f"{len(history) + 1}. {described} -> {outcome}")
             recorder.step(
                 action=described,
-                url=page.url,
+                url=secrets.scrub(page.url),
                 observation=observation,
                 screenshot=_screenshot(page, spec, secrets),
                 duration_ms=int((time.monotonic() - started) * 1000),
@@ -313,8 +335,8 @@ def _screenshot(page: Page, spec: AgentSpec, secrets: _Secrets) -> bytes | None:
     return capture_screenshot(page)
 
 
-def _act(page: Page, name: str, arguments: dict, secrets: _Secrets, spec: AgentSpec) -> str | None:
-    timeout = ACTION_WAIT_MS
+def _act(page: Page, name: str, arguments: dict, secrets: _Secrets, spec: AgentSpec, deadline: float) -> str | None:
+    timeout = _wait_ms(deadline)
     host = urlsplit(page.url).hostname or ""
     if name == "goto":
         url = str(arguments.get("url") or "")
@@ -336,7 +358,7 @@ def _act(page: Page, name: str, arguments: dict, secrets: _Secrets, spec: AgentS
     elif name == "scroll":
         page.mouse.wheel(0, -600 if arguments.get("direction") == "up" else 600)
     elif name == "wait":
-        page.wait_for_timeout(min(max(int(arguments.get("ms") or 500), 0), ACTION_WAIT_MS))
+        page.wait_for_timeout(min(max(int(arguments.get("ms") or 500), 0), timeout))
     elif name == "back":
         page.go_back(wait_until="load", timeout=timeout)
     elif name == "extract":

@@ -2,12 +2,15 @@
 
 The engine asks for one thing: a JSON answer to a prompt, shaped by a JSON schema. Each provider uses its own
 structured-output mechanism (OpenAI-compatible: JSON mode; Anthropic: a forced tool call whose input schema is
-the caller's schema). Timeouts and retries with backoff on 429/5xx come from the SDKs (max_retries).
+the caller's schema). Retries on connection errors, timeouts, 408/409/429 and 5xx are ours rather than the SDKs', so
+that a caller's deadline bounds them: each attempt gets at most the time left, and no retry starts past it.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -54,12 +57,69 @@ class ToolCall:
 
 
 class Model(Protocol):
-    def complete_json(self, *, system: str, messages: list[dict], schema: dict) -> ModelReply: ...
+    def complete_json(
+        self, *, system: str, messages: list[dict], schema: dict, deadline: float | None = None
+    ) -> ModelReply: ...
 
-    def choose_tool(self, *, system: str, prompt: str, tools: list[ToolSpec]) -> ToolCall: ...
+    def choose_tool(
+        self, *, system: str, prompt: str, tools: list[ToolSpec], deadline: float | None = None
+    ) -> ToolCall: ...
 
 
-class OpenAIModel:
+class DeadlinePassed(EngineError):
+    """The caller's deadline (time.monotonic()) came before the model's answer."""
+
+    def __init__(self) -> None:
+        super().__init__("timeout", "The time left ran out while waiting for the model.")
+
+
+RETRY_STATUSES = {408, 409, 429}
+MAX_BACKOFF_SECONDS = 8.0
+
+
+def _retry_wait(error: Exception, attempt: int, errors) -> float | None:
+    """Seconds to wait before retrying after `error`, or None when it is not worth retrying."""
+    status = getattr(error, "status_code", None)
+    if not (isinstance(error, errors.APIConnectionError) or status in RETRY_STATUSES or (status or 0) >= 500):
+        return None
+    response = getattr(error, "response", None)
+    retry_after = response.headers.get("retry-after") if response is not None else None
+    try:
+        return min(float(retry_after), 60.0)
+    except (TypeError, ValueError):
+        return min(0.5 * 2**attempt, MAX_BACKOFF_SECONDS)
+
+
+class _SdkModel:
+    """What both providers share: their SDK client, its error module, and requests bounded by a deadline."""
+
+    settings: ModelSettings
+    client: object
+    _errors: object
+
+    def _request(self, send: Callable, deadline: float | None):
+        """send(client) with retries that stop at the deadline; each attempt's timeout is at most the time left."""
+        attempt = 0
+        while True:
+            timeout = self.settings.timeout_seconds
+            if deadline is not None:
+                timeout = min(timeout, deadline - time.monotonic())
+                if timeout <= 0:
+                    raise DeadlinePassed()
+            try:
+                return send(self.client.with_options(timeout=timeout, max_retries=0))
+            except self._errors.APIError as error:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise DeadlinePassed() from None
+                wait = _retry_wait(error, attempt, self._errors)
+                out_of_time = deadline is not None and time.monotonic() + (wait or 0) >= deadline
+                if wait is None or attempt >= self.settings.max_retries or out_of_time:
+                    raise _provider_error(error) from None
+                time.sleep(wait)
+                attempt += 1
+
+
+class OpenAIModel(_SdkModel):
     def __init__(self, settings: ModelSettings):
         import openai
 
@@ -69,27 +129,31 @@ class OpenAIModel:
             api_key=settings.api_key or "not-needed",
             base_url=settings.base_url,
             timeout=settings.timeout_seconds,
-            max_retries=settings.max_retries,
+            max_retries=0,  # ours: _request
         )
 
-    def complete_json(self, *, system: str, messages: list[dict], schema: dict) -> ModelReply:
-        try:
-            response = self.client.chat.completions.create(
+    def complete_json(
+        self, *, system: str, messages: list[dict], schema: dict, deadline: float | None = None
+    ) -> ModelReply:
+        response = self._request(
+            lambda client: client.chat.completions.create(
                 model=self.settings.name,
                 messages=[{"role": "system", "content": system}, *messages],
                 response_format={"type": "json_object"},
                 temperature=0,
-            )
-        except self._errors.APIError as error:
-            raise _provider_error(error) from None
+            ),
+            deadline,
+        )
         choice = response.choices[0] if response.choices else None
         text = (choice.message.content or "") if choice else ""
         usage = response.usage
         return ModelReply(text, usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)
 
-    def choose_tool(self, *, system: str, prompt: str, tools: list[ToolSpec]) -> ToolCall:
-        try:
-            response = self.client.chat.completions.create(
+    def choose_tool(
+        self, *, system: str, prompt: str, tools: list[ToolSpec], deadline: float | None = None
+    ) -> ToolCall:
+        response = self._request(
+            lambda client: client.chat.completions.create(
                 model=self.settings.name,
                 messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
                 tools=[
@@ -101,9 +165,9 @@ class OpenAIModel:
                 ],
                 tool_choice="required",
                 temperature=0,
-            )
-        except self._errors.APIError as error:
-            raise _provider_error(error) from None
+            ),
+            deadline,
+        )
         usage = response.usage
         tokens = (usage.prompt_tokens if usage else 0, usage.completion_tokens if usage else 0)
         message = response.choices[0].message if response.choices else None
@@ -117,7 +181,7 @@ class OpenAIModel:
         return ToolCall(call.name, arguments if isinstance(arguments, dict) else {}, *tokens)
 
 
-class AnthropicModel:
+class AnthropicModel(_SdkModel):
     TOOL = "give_result"
 
     def __init__(self, settings: ModelSettings):
@@ -129,26 +193,28 @@ class AnthropicModel:
             api_key=settings.api_key or "not-needed",
             base_url=settings.base_url,
             timeout=settings.timeout_seconds,
-            max_retries=settings.max_retries,
+            max_retries=0,  # ours: _request
         )
 
-    def complete_json(self, *, system: str, messages: list[dict], schema: dict) -> ModelReply:
+    def complete_json(
+        self, *, system: str, messages: list[dict], schema: dict, deadline: float | None = None
+    ) -> ModelReply:
         # Anthropic's tool input must be an object: wrap other schemas in {"result": …}.
         wrapped = schema.get("type") != "object"
         input_schema = (
             {"type": "object", "properties": {"result": schema}, "required": ["result"]} if wrapped else schema
         )
-        try:
-            response = self.client.messages.create(
+        response = self._request(
+            lambda client: client.messages.create(
                 model=self.settings.name,
                 max_tokens=4096,
                 system=system,
                 messages=messages,
                 tools=[{"name": self.TOOL, "description": "Return the extracted data.", "input_schema": input_schema}],
                 tool_choice={"type": "tool", "name": self.TOOL},
-            )
-        except self._errors.APIError as error:
-            raise _provider_error(error) from None
+            ),
+            deadline,
+        )
         text = ""
         for block in response.content:
             if block.type == "tool_use":
@@ -159,18 +225,20 @@ class AnthropicModel:
                 text = block.text
         return ModelReply(text, response.usage.input_tokens, response.usage.output_tokens)
 
-    def choose_tool(self, *, system: str, prompt: str, tools: list[ToolSpec]) -> ToolCall:
-        try:
-            response = self.client.messages.create(
+    def choose_tool(
+        self, *, system: str, prompt: str, tools: list[ToolSpec], deadline: float | None = None
+    ) -> ToolCall:
+        response = self._request(
+            lambda client: client.messages.create(
                 model=self.settings.name,
                 max_tokens=2048,
                 system=system,
                 messages=[{"role": "user", "content": prompt}],
                 tools=[{"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools],
                 tool_choice={"type": "any"},
-            )
-        except self._errors.APIError as error:
-            raise _provider_error(error) from None
+            ),
+            deadline,
+        )
         tokens = (response.usage.input_tokens, response.usage.output_tokens)
         for block in response.content:
             if block.type == "tool_use":

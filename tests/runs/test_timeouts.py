@@ -1,0 +1,66 @@
+"""Runs that would never end on their own end `failed` with `timeout` within timeoutMs + 5 s, and leave no browser
+context behind: a page that never finishes loading, an agent whose model never says done, and one whose model stops
+answering."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from runs import services
+from runs.jobs import execute_run
+from runs.models import Run
+from tests.fake_models import FakeOpenAI
+
+pytestmark = pytest.mark.django_db(transaction=True)
+TIMEOUT_MS = 3000
+MARGIN_S = 5
+
+
+def run_to_the_end(spec: dict, browser) -> tuple[Run, float]:
+    browser.launched()  # the worker's Chromium is up, as it is after a worker's first run
+    run = services.run_submit(spec=spec)
+    started = time.monotonic()
+    assert execute_run(str(run.id)) == "failed"
+    took = time.monotonic() - started
+    run.refresh_from_db()
+    return run, took
+
+
+def use_model(settings, server) -> None:
+    settings.MODEL_PROVIDER, settings.MODEL_NAME = "openai", "scripted"
+    settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url + "/v1", "sk-test"
+
+
+def test_a_page_that_never_finishes_loading(site, data_dir, browser):
+    run, took = run_to_the_end(
+        {"kind": "fetch", "url": site.url("/hang?s=30"), "options": {"timeoutMs": TIMEOUT_MS}}, browser
+    )
+    assert run.status == "failed" and run.error["code"] == "timeout", run.error
+    assert took < TIMEOUT_MS / 1000 + MARGIN_S
+    assert browser.launched().contexts == []
+
+
+@pytest.mark.parametrize(
+    ("script", "what"),
+    [
+        ({"tool": "wait", "args": {"ms": 1000}}, "a model that keeps acting and never says done"),
+        ({"stall": 60}, "a model that stops answering"),
+    ],
+)
+def test_an_agent_that_never_says_done(site, data_dir, settings, browser, script, what):
+    with FakeOpenAI([script], repeat=True) as model:
+        use_model(settings, model)
+        spec = {
+            "kind": "agent",
+            "url": site.url("/static"),
+            "goal": "Never finish",
+            "options": {"timeoutMs": TIMEOUT_MS},
+        }
+        run, took = run_to_the_end(spec, browser)
+    assert run.status == "failed", what
+    assert run.error == {"code": "timeout", "message": f"The goal was not reached within timeoutMs ({TIMEOUT_MS} ms)."}
+    assert took < TIMEOUT_MS / 1000 + MARGIN_S, what
+    assert model.requests, "the model was asked"
+    assert browser.launched().contexts == []
