@@ -7,7 +7,7 @@ class RunsConfig(AppConfig):
     name = "runs"
 
     def ready(self) -> None:
-        if "qcluster" in sys.argv:
+        if {"qcluster", "work"} & set(sys.argv[1:2]):
             # Load the job and the engine (Playwright, trafilatura, model SDKs) once, before the cluster forks
             # its workers; otherwise each worker pays the imports on its first run (~0.3 s of queue pickup).
             import runs.jobs  # noqa: F401

@@ -27,6 +27,11 @@ log = logging.getLogger(__name__)
 # How often a running run renews its lease and looks for a cancel (seconds).
 CHECKPOINT_INTERVAL = 1.0
 
+# Set by `manage.py work` (a multiprocessing Event shared by its workers) once the cluster is told to stop.
+# django-q2 hands each worker the tasks it has prefetched before the stop; those runs are not started but put back
+# on the queue, so a stop waits only for the runs already running and the next start picks the rest up at once.
+DRAINING = None
+
 
 def worker_browser() -> Browser:
     """The Chromium of this worker process, started on first use and closed when the process exits."""
@@ -168,6 +173,9 @@ def _execute_agent(run: Run, recorder: RunRecorder) -> Outcome:
 
 def execute_run(run_id: str) -> str:
     """Entry point for django-q2. Safe to call twice for one run: only one claim can succeed."""
+    if DRAINING is not None and DRAINING.is_set():
+        services.run_hand_back(run_id)
+        return "handed back"
     run = services.run_claim(run_id=run_id, worker=f"{socket.gethostname()}:{os.getpid()}")
     if run is None:
         return "skipped"

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
+from django_q.conf import Conf
+from django_q.models import OrmQ
 from django_q.tasks import async_task
 
 from profiles.store import StateFileError, profile_path, resolve_storage_state_path
@@ -32,6 +35,25 @@ SEARCH_FETCH_PARALLEL = 4
 def _enqueue(run: Run) -> None:
     run_id = str(run.pk)
     transaction.on_commit(lambda: async_task(JOB, run_id, task_name=f"run-{run_id}"))
+
+
+def queue_release_taken_tasks() -> int:
+    """Make every task that a cluster took from the queue but never acknowledged deliverable again.
+
+    A cluster that is stopped or killed may hold tasks it had prefetched but not started; django-q2 would deliver
+    them again only after its retry time (RUN_TIMEOUT_MAX_MS + 90 s). Called when workers start. A task that another
+    live cluster is running is delivered twice at most, which is harmless: only one claim of a run can succeed.
+    """
+    now = timezone.now()
+    released = OrmQ.objects.filter(key=Conf.CLUSTER_NAME, lock__gt=now).update(lock=now)
+    if released:
+        log.info("queue: %d task(s) taken by an earlier cluster are deliverable again", released)
+    return released
+
+
+def run_hand_back(run_id: str) -> None:
+    """A stopping worker got a run it will not start: queue it again for whichever worker comes next."""
+    async_task(JOB, run_id, task_name=f"run-{run_id}")
 
 
 def _enqueue_many(runs: list[Run]) -> None:

@@ -40,8 +40,9 @@ def chromium_pids(marker: str) -> list[int]:
 
 
 class LiveService:
-    def __init__(self, data_dir: Path, **env: str):
+    def __init__(self, data_dir: Path, *, grace: float = 10, **env: str):
         self.data_dir = data_dir
+        self.grace = grace
         self.port = free_port()
         self.marker = f"--wds-test-instance={uuid.uuid4().hex}"
         self.env = {
@@ -80,7 +81,7 @@ class LiveService:
             self.scratch.__enter__()
         self.log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "manage.py", "serve", "--grace", "10"],
+            [sys.executable, "manage.py", "serve", "--grace", str(self.grace)],
             cwd=ROOT,
             env=self.env,
             stdout=self.log,

@@ -12,7 +12,7 @@ from runs.stream import prune_events
 class Command(BaseCommand):
     help = (
         "Re-queue runs whose worker died (lease expired), or fail them after RUN_MAX_ATTEMPTS; prune old events. "
-        "`serve` does this itself; run `reap --loop` once per installation when starting daphne and qcluster apart."
+        "`serve` does this itself; run `reap --loop` once per installation when starting daphne and `work` apart."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

@@ -44,7 +44,7 @@ class Command(BaseCommand):
                 [sys.executable, "-m", "daphne", "-b", host, "-p", port, "service.asgi:application"],
                 start_new_session=True,
             ),
-            "workers": subprocess.Popen([sys.executable, str(MANAGE_PY), "qcluster"], start_new_session=True),
+            "workers": subprocess.Popen([sys.executable, str(MANAGE_PY), "work"], start_new_session=True),
         }
         self.stdout.write(
             self.style.SUCCESS(f"serving on http://{host}:{port} with {settings.WORKERS} worker(s); Ctrl-C stops")
@@ -69,14 +69,19 @@ class Command(BaseCommand):
             sys.exit(exit_code)
 
     def _stop(self, children: dict[str, subprocess.Popen], grace: float) -> None:
+        """SIGTERM to every child at once; whatever still runs when the one grace period ends is killed."""
+        started = time.monotonic()
+        deadline = started + grace
+        self.stdout.write(f"stopping: running runs have {grace:g}s to finish")
+        self.stdout.flush()
         for child in children.values():
             if child.poll() is None:
                 child.send_signal(signal.SIGTERM)
         for name, child in children.items():
             try:
-                child.wait(timeout=grace)
+                child.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self.stderr.write(f"{name} did not stop within {grace:.0f}s; killing it")
+                self.stderr.write(f"{name} did not stop within {grace:g}s; killing it")
                 os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
-        self.stdout.write("stopped")
+        self.stdout.write(f"stopped in {time.monotonic() - started:.1f}s")
