@@ -12,6 +12,8 @@ import threading
 import time
 from pathlib import Path
 
+import requests
+
 from tests.live import LiveService, chromium_pids
 from tests.site import TestSite
 
@@ -68,6 +70,26 @@ def python_workers(service: LiveService) -> list[int]:
     return result
 
 
+def chromium_processes(service: LiveService) -> list[int]:
+    """Every Chromium process under serve: browsers, renderers, GPU and utility processes."""
+    found = []
+    for pid in descendants(service.process.pid):
+        try:
+            if "chrom" in (Path("/proc") / str(pid) / "comm").read_text():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def slope_per_hour(samples: list[dict], key: str) -> float:
+    """Least-squares slope of one measure against the minute, scaled to an hour."""
+    xs, ys = [s["minute"] for s in samples], [s[key] for s in samples]
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    spread = sum((x - mean_x) ** 2 for x in xs)
+    return 60 * sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread if spread else 0.0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--minutes", type=float, default=30)
@@ -81,10 +103,15 @@ def main() -> None:
             n = 0
             while not stop.is_set():
                 batch = [{"kind": "fetch", "url": site.url(f"/page/{n + k}")} for k in range(4)]
-                ids = service.post("/api/batches", {"runs": batch}).json()["runs"]
-                for run_id in ids:
-                    service.wait(run_id, timeout=120)
-                    done[0] += 1
+                try:
+                    ids = service.post("/api/batches", {"runs": batch}).json()["runs"]
+                    for run_id in ids:
+                        service.wait(run_id, timeout=120)
+                        done[0] += 1
+                except requests.ConnectionError:
+                    if stop.is_set():  # the service is stopping at the end of the soak
+                        return
+                    raise
                 n += 4
 
         feeder = threading.Thread(target=loop, daemon=True)
@@ -100,13 +127,15 @@ def main() -> None:
                     "runs": done[0],
                     "python_rss_mb": sum(rss_kb(pid) for pid in pythons) / 1024,
                     "chromium": len(chromium_pids(service.marker)),
+                    "chromium_all": len(chromium_processes(service)),
                     "fds": sum(fds(pid) for pid in pythons),
                     "wal_mb": wal.stat().st_size / 1e6 if wal.exists() else 0.0,
                 }
                 samples.append(sample)
                 print(
                     f"min {sample['minute']:3}  runs {sample['runs']:6}  python RSS {sample['python_rss_mb']:7.1f} MB  "
-                    f"chromium {sample['chromium']:3}  fds {sample['fds']:4}  WAL {sample['wal_mb']:6.1f} MB",
+                    f"chromium {sample['chromium']:3} ({sample['chromium_all']:3} processes)  "
+                    f"fds {sample['fds']:4}  WAL {sample['wal_mb']:6.1f} MB",
                     flush=True,
                 )
                 if time.monotonic() >= end:
@@ -115,10 +144,14 @@ def main() -> None:
         finally:
             stop.set()
             service.stop()
-    first, last = samples[1] if len(samples) > 2 else samples[0], samples[-1]  # minute 0 is start-up
-    for key in ("python_rss_mb", "chromium", "fds", "wal_mb"):
+    steady = samples[1:] if len(samples) > 2 else samples  # minute 0 is start-up
+    first, last = steady[0], steady[-1]
+    for key in ("python_rss_mb", "chromium", "chromium_all", "fds", "wal_mb"):
         growth = (last[key] - first[key]) / first[key] * 100 if first[key] else 0.0
-        print(f"{key:>14}: {first[key]:8.1f} -> {last[key]:8.1f}  ({growth:+.1f}%)")
+        print(
+            f"{key:>14}: {first[key]:8.1f} -> {last[key]:8.1f}  ({growth:+.1f}%)  "
+            f"slope {slope_per_hour(steady, key):+.2f}/h"
+        )
     print(f"{last['runs']} runs in {args.minutes:g} min")
 
 
