@@ -19,6 +19,8 @@ from pathlib import Path
 
 NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,64}$")
 EXPIRING_WITHIN_SECONDS = 7 * 24 * 3600
+# The last second datetime can show (9999-12-31T23:59:59Z): a later expiry would break every cookie summary.
+MAX_COOKIE_EXPIRES = 253_402_300_799
 
 
 class StateFileError(ValueError):
@@ -67,8 +69,10 @@ def validate_state(state: object) -> dict:
         if not cookie["name"] or not cookie["domain"]:
             raise StateFileError(f"state.cookies[{index}] needs a non-empty name and domain.")
         expires = cookie.get("expires", -1)
-        if not isinstance(expires, (int, float)) or isinstance(expires, bool):
-            raise StateFileError(f"state.cookies[{index}].expires must be a number (-1 for a session cookie).")
+        if not isinstance(expires, (int, float)) or isinstance(expires, bool) or expires > MAX_COOKIE_EXPIRES:
+            raise StateFileError(
+                f"state.cookies[{index}].expires must be a Unix time before the year 10000 (-1 for a session cookie)."
+            )
     for index, origin in enumerate(origins):
         if not isinstance(origin, dict) or not isinstance(origin.get("origin"), str):
             raise StateFileError(f"state.origins[{index}] must be an object with an origin.")
@@ -114,6 +118,7 @@ def cookie_summary(state: dict, *, now: float | None = None) -> dict:
 
 
 def _iso(timestamp: float) -> str:
+    timestamp = min(timestamp, MAX_COOKIE_EXPIRES)  # a file imported before that limit, or edited by hand
     return datetime.fromtimestamp(timestamp, tz=UTC).isoformat().replace("+00:00", "Z")
 
 

@@ -23,7 +23,7 @@ def validate_schema(value: object) -> object:
 
 class SavedQuerySerializer(serializers.ModelSerializer):
     runCount = serializers.IntegerField(source="run_count")
-    lastRunAt = serializers.DateTimeField(source="last_run_at")
+    lastRunAt = serializers.DateTimeField(source="last_run_at", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
 

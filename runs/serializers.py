@@ -193,8 +193,8 @@ class BatchSerializer(serializers.ModelSerializer):
 class RunSerializer(serializers.ModelSerializer):
     stepCount = serializers.IntegerField(source="step_count", read_only=True, default=0)
     createdAt = serializers.DateTimeField(source="created_at")
-    startedAt = serializers.DateTimeField(source="started_at")
-    finishedAt = serializers.DateTimeField(source="finished_at")
+    startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
+    finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
     batch = serializers.UUIDField(source="batch_id", allow_null=True)
 
     class Meta:

@@ -1,6 +1,14 @@
-"""The API's OpenAPI document says which error statuses each operation can answer, with the one error shape."""
+"""The API's OpenAPI document: which error statuses each operation can answer, with the one error shape; request
+bodies as strict as the serializers that read them; and links that chain the operations of a workflow (create, then
+read, cancel, replay, delete), which clients and stateful fuzzers (schemathesis) follow."""
 
 from __future__ import annotations
+
+from django.conf import settings
+
+from profiles.store import MAX_COOKIE_EXPIRES
+from runs.serializers import KIND_FIELDS
+from service.serializers import StrictSerializer
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -48,10 +56,108 @@ GATEWAY = {
 REFERENCES = {("/api/queries", "post")}
 
 
+# A Playwright storage state, as profiles.store.validate_state accepts it.
+STORAGE_STATE_SCHEMA = {
+    "type": "object",
+    "description": "A Playwright storage state (what `context.storage_state()` returns).",
+    "additionalProperties": False,
+    "properties": {
+        "cookies": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["name", "value", "domain"],
+                "properties": {
+                    "name": {"type": "string", "minLength": 1},
+                    "value": {"type": "string"},
+                    "domain": {"type": "string", "minLength": 1},
+                    "expires": {
+                        "type": "number",
+                        "maximum": MAX_COOKIE_EXPIRES,
+                        "description": "Unix time; -1 for a session cookie.",
+                    },
+                },
+            },
+        },
+        "origins": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["origin"],
+                "properties": {
+                    "origin": {"type": "string"},
+                    "localStorage": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["name", "value"],
+                            "properties": {"name": {"type": "string"}, "value": {"type": "string"}},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+# Request fields that hold a JSON schema document (check_json_schema: an object).
+JSON_SCHEMA_FIELDS = [
+    ("RunSpecRequest", "schema"),
+    ("OptionsRequest", "outputSchema"),
+    ("QueryCreateRequest", "schema"),
+    ("QuerySpecRequest", "schema"),
+    ("PatchedQuerySpecRequest", "schema"),
+]
+# What each kind of run needs besides kind and url (RunSpecSerializer.validate).
+KIND_REQUIRED = {"extract": ("schema",), "agent": ("goal",)}
+
+# Links between operations, one row each: (from, its status, to, the target's parameters as runtime expressions).
+# Operations are "METHOD path"; a link is named after its target's operationId. Cancel leads nowhere: stateful fuzzers
+# start chains at any POST that has links, and chains started at a made-up run id end at their first 404.
+RUN_ID = {"id": "$response.body#/id"}
+QUERY_NAME = {"name": "$response.body#/name"}
+PROFILE_NAME = {"name": "$response.body#/name"}
+LINKS = [
+    ("POST /api/runs", "201", "GET /api/runs/{id}", RUN_ID),
+    ("POST /api/runs", "201", "POST /api/runs/{id}/cancel", RUN_ID),
+    ("GET /api/runs/{id}", "200", "POST /api/runs/{id}/cancel", RUN_ID),
+    (
+        "GET /api/runs/{id}",
+        "200",
+        "GET /api/runs/{id}/steps/{index}/screenshot",
+        {"id": "$response.body#/id", "index": "$response.body#/steps/0/index"},
+    ),
+    ("POST /api/batches", "201", "GET /api/batches/{id}", {"id": "$response.body#/id"}),
+    ("POST /api/batches", "201", "GET /api/runs", {"batch": "$response.body#/id"}),
+    ("POST /api/batches", "201", "GET /api/runs/{id}", {"id": "$response.body#/runs/0"}),
+    ("POST /api/batches", "201", "POST /api/runs/{id}/cancel", {"id": "$response.body#/runs/0"}),
+    ("POST /api/fetch", "200", "GET /api/runs/{id}", {"id": "$response.body#/runId"}),
+    ("POST /api/queries", "201", "GET /api/queries/{name}", QUERY_NAME),
+    ("POST /api/queries", "201", "PUT /api/queries/{name}", QUERY_NAME),
+    ("POST /api/queries", "201", "PATCH /api/queries/{name}", QUERY_NAME),
+    ("POST /api/queries", "201", "POST /api/queries/{name}/run", QUERY_NAME),
+    ("POST /api/queries", "201", "DELETE /api/queries/{name}", QUERY_NAME),
+    ("PUT /api/queries/{name}", "200", "POST /api/queries/{name}/run", QUERY_NAME),
+    ("PATCH /api/queries/{name}", "200", "POST /api/queries/{name}/run", QUERY_NAME),
+    ("POST /api/queries/{name}/run", "201", "GET /api/runs/{id}", RUN_ID),
+    ("POST /api/queries/{name}/run", "201", "POST /api/runs/{id}/cancel", RUN_ID),
+    ("POST /api/queries/{name}/run", "201", "GET /api/runs", {"query": "$response.body#/query"}),
+    ("DELETE /api/queries/{name}", "204", "GET /api/queries/{name}", {"name": "$request.path.name"}),
+    ("POST /api/profiles/import", "201", "GET /api/profiles/{name}", PROFILE_NAME),
+    ("POST /api/profiles/import", "201", "DELETE /api/profiles/{name}", PROFILE_NAME),
+    ("POST /api/profiles/import", "200", "GET /api/profiles/{name}", PROFILE_NAME),
+    ("POST /api/profiles/import", "200", "DELETE /api/profiles/{name}", PROFILE_NAME),
+    ("DELETE /api/profiles/{name}", "204", "GET /api/profiles/{name}", {"name": "$request.path.name"}),
+]
+
+
 def error_responses(result: dict, generator, request, public) -> dict:
-    """drf-spectacular postprocessing hook: document the error statuses of every operation."""
+    """drf-spectacular postprocessing hook: document the error statuses of every operation, tighten request bodies
+    and add the workflow links."""
     components = result.setdefault("components", {}).setdefault("schemas", {})
     components["Error"] = ERROR_SCHEMA
+    strict_request_bodies(components, generator)
+    add_links(result["paths"])
     for path, operations in result.get("paths", {}).items():
         for method, operation in operations.items():
             codes = ["400"]
@@ -76,3 +182,94 @@ def error_responses(result: dict, generator, request, public) -> dict:
                     },
                 )
     return result
+
+
+def strict_request_bodies(components: dict, generator) -> None:
+    """Say what the serializers enforce, so a client (or a fuzzer) need not learn it from 400s: unknown fields are
+    refused, URLs are http(s), timeouts have a ceiling, a JSON schema is an object, a run spec has one shape per
+    kind, a saved query comes from a spec or from a run, a batch holds run specs, a profile is a storage state."""
+    # drf-spectacular keeps no public index from component to serializer; its registry is the one place that has it.
+    closed = {
+        component.name
+        for component in generator.registry._components.values()
+        if component.name.endswith("Request") and isinstance(component.object, StrictSerializer)
+    }
+    for name, schema in components.items():
+        if not name.endswith("Request"):
+            continue
+        if name in closed:
+            schema["additionalProperties"] = False
+        properties = schema.get("properties", {})
+        if properties.get("url", {}).get("type") == "string":
+            properties["url"].update(format="uri", pattern="^https?://")
+        if "timeoutMs" in properties:
+            properties["timeoutMs"]["maximum"] = settings.RUN_TIMEOUT_MAX_MS
+    for name, field in JSON_SCHEMA_FIELDS:
+        components[name]["properties"][field]["type"] = "object"
+    components["RunSpecRequest"] = one_shape_per_kind(components["RunSpecRequest"])
+    components["QueryCreateRequest"] = spec_or_promotion(components["QueryCreateRequest"])
+    components["BatchSubmitRequest"]["properties"]["runs"].update(
+        items={"$ref": "#/components/schemas/RunSpecRequest"}, maxItems=settings.BATCH_MAX_RUNS
+    )
+    components["ProfileImportRequest"]["properties"]["state"] = STORAGE_STATE_SCHEMA
+
+
+def one_shape_per_kind(spec: dict) -> dict:
+    """RunSpecSerializer.validate: a field of another kind is refused; extract needs a schema, agent a goal."""
+    others = set().union(*KIND_FIELDS.values())
+    shapes = []
+    for kind, own in KIND_FIELDS.items():
+        properties = {name: value for name, value in spec["properties"].items() if name not in others - own}
+        properties["kind"] = {"type": "string", "enum": [kind]}
+        required = ["kind", "url", *KIND_REQUIRED.get(kind, ())]
+        shapes.append(
+            {
+                "type": "object",
+                "title": kind,
+                "properties": properties,
+                "required": required,
+                "additionalProperties": False,
+            }
+        )
+    return {"type": "object", "description": spec.get("description", ""), "oneOf": shapes}
+
+
+def spec_or_promotion(create: dict) -> dict:
+    """QueryCreateSerializer.validate: either url and schema (and an instruction), or fromRun alone."""
+    properties = create["properties"]
+    spec = {name: value for name, value in properties.items() if name != "fromRun"}
+    promotion = {name: properties[name] for name in ("name", "fromRun")}
+    return {
+        "type": "object",
+        "description": create.get("description", ""),
+        "oneOf": [
+            {
+                "type": "object",
+                "title": "spec",
+                "properties": spec,
+                "required": ["name", "url", "schema"],
+                "additionalProperties": False,
+            },
+            {
+                "type": "object",
+                "title": "fromRun",
+                "properties": promotion,
+                "required": ["name", "fromRun"],
+                "additionalProperties": False,
+            },
+        ],
+    }
+
+
+def add_links(paths: dict) -> None:
+    def operation(key: str) -> dict:
+        method, path = key.split(" ", 1)
+        try:
+            return paths[path][method.lower()]
+        except KeyError:
+            raise LookupError(f"service/openapi.py LINKS names {key}, which the API does not have.") from None
+
+    for source, status, target, parameters in LINKS:
+        target_id = operation(target)["operationId"]
+        response = operation(source)["responses"][status]
+        response.setdefault("links", {})[target_id] = {"operationId": target_id, "parameters": parameters}

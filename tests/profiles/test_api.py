@@ -82,6 +82,19 @@ def test_invalid_state_is_400_without_echoing_it(api, data_dir):
     assert list((data_dir / "profiles").iterdir()) == []
 
 
+def test_a_cookie_expiring_past_the_year_9999_is_400_and_stored_files_cannot_break_the_list(api, data_dir):
+    far = {"cookies": [{"name": "sid", "value": CANARY, "domain": "shop.test", "expires": 1e300}]}
+    response = post_import(api, {"name": "far", "state": far})
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_profile"
+    assert not (data_dir / "profiles" / "far.json").exists()
+    # A file written before that check (or by hand) is listed, not a 500 for every later call.
+    (data_dir / "profiles" / "far.json").write_text(json.dumps(far))
+    listed = api.get("/api/profiles")
+    assert listed.status_code == 200
+    assert [profile["name"] for profile in listed.json()] == ["far"]
+
+
 def test_import_needs_json(api):
     response = api.post("/api/profiles/import", data="name=shop", content_type="application/x-www-form-urlencoded")
     assert response.status_code == 415
