@@ -168,6 +168,16 @@ class _Secrets:
             text = text.replace(placeholder, value)
         return text
 
+    def scrub_all(self, value: object) -> object:
+        """scrub() every string in a JSON value (the agent's output), keys included."""
+        if isinstance(value, str):
+            return self.scrub(value)
+        if isinstance(value, list):
+            return [self.scrub_all(item) for item in value]
+        if isinstance(value, dict):
+            return {self.scrub(str(key)): self.scrub_all(item) for key, item in value.items()}
+        return value
+
     def scrub(self, text: str) -> str:
         # A form sent with GET (a form without method= is one) carries the values URL-encoded in the page's URL.
         forms = {
@@ -276,9 +286,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
             started = time.monotonic()
             name, arguments = call.name, call.arguments
             if name == "done":
-                output = arguments.get("output")
-                if isinstance(output, str):
-                    output = secrets.scrub(output)
+                output = secrets.scrub_all(arguments.get("output"))
                 errors = validation_errors(spec.output_schema, output) if spec.output_schema else []
                 recorder.step(
                     action="done",

@@ -132,3 +132,15 @@ def test_cred_command_keeps_secrets_out_of_argv_and_listings(data_dir):
     call_command("cred", "list", "--json", stdout=listing)
     assert json.loads(listing.getvalue()) == [{"name": "site", "domains": ["127.0.0.1"], "hasTotp": False}]
     assert LOGIN_PASSWORD not in listing.getvalue()
+
+
+def test_a_secret_in_the_agents_output_is_scrubbed_wherever_it_sits(api, site, settings, data_dir):
+    set_credential()
+    leaky = {"note": LOGIN_PASSWORD, "seen": [f"pw={LOGIN_PASSWORD}"], LOGIN_PASSWORD: 1}
+    with FakeOpenAI([*LOG_IN[:3], {"tool": "done", "args": {"output": leaky}}]) as server:
+        use(settings, server)
+        run = agent(api, site, cred="site")
+    assert run["status"] == "succeeded", run["error"]
+    assert LOGIN_PASSWORD not in json.dumps(run)
+    assert run["result"]["seen"][0].startswith("pw=") and len(run["result"]) == 3
+    assert LOGIN_PASSWORD not in django_database_text()
