@@ -77,17 +77,18 @@ def main() -> None:
             after = service.wait(service.submit({"kind": "fetch", "url": site.url("/static")})["id"])
 
             doomed = service.submit({"kind": "fetch", "url": site.url("/slow?ms=5000&doomed=1")})["id"]
-            for _ in range(3):
-                run = service.get(f"/api/runs/{doomed}").json()
-                if run["status"] in ("succeeded", "failed", "cancelled"):
-                    break  # an attempt got through between kills (the harness lost the race): reported below
-                kill_worker(service, doomed)
-                run = service.get(f"/api/runs/{doomed}").json()
+            for attempt in range(1, 4):  # RUN_MAX_ATTEMPTS=3: kill each attempt as soon as it is claimed
                 deadline = time.monotonic() + 60
-                while run["status"] == "running" and time.monotonic() < deadline:
-                    time.sleep(0.2)
+                run = service.get(f"/api/runs/{doomed}").json()
+                while time.monotonic() < deadline and run["status"] in ("queued", "running"):
+                    if run["status"] == "running" and run["attempts"] == attempt:
+                        os.kill(service.worker_pid(doomed), signal.SIGKILL)
+                        break
+                    time.sleep(0.05)
                     run = service.get(f"/api/runs/{doomed}").json()
             doomed_run = service.wait(doomed, timeout=90)
+            time.sleep(2)
+            browsers = len(chromium_pids(service.marker))  # killed workers' browsers must be gone: <= WORKERS
         finally:
             service.stop()
         time.sleep(2)
@@ -97,7 +98,8 @@ def main() -> None:
         f"(run-finished events per run: {sorted(set(finished_events.values()))}) in {elapsed:.0f} s; "
         f"cluster afterwards: {after['status']}; "
         f"always-killed run: {doomed_run['status']} {doomed_run['error'] and doomed_run['error']['code']} "
-        f"after {doomed_run['attempts']} attempts; Chromium processes left after stop: {len(orphans)}"
+        f"after {doomed_run['attempts']} attempts; Chromium browsers after {args.kills + 3} kills: {browsers} "
+        f"(2 workers); Chromium processes left after stop: {len(orphans)}"
     )
 
 
