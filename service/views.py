@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from runs.engine.browser import find_system_executable
 from runs.models import Run
-from service.auth import SessionKeyAuthentication, session_holder, session_sign_in
+from service.auth import SessionKeyAuthentication, refuse_foreign_origin, session_holder, session_sign_in
 from service.errors import ServiceError
 from service.serializers import StrictSerializer
 
@@ -135,6 +135,7 @@ class SessionView(APIView):
 
     @extend_schema(request=SignInSerializer, responses=SessionSerializer)
     def post(self, request: Request) -> Response:
+        refuse_foreign_origin(request)  # no page elsewhere signs this browser in
         body = SignInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         holder = session_sign_in(request.session, body.validated_data["key"])
@@ -147,6 +148,7 @@ class SessionView(APIView):
     @extend_schema(request=None, responses={200: SessionSerializer})
     def delete(self, request: Request) -> Response:
         if session_holder(request.session) is not None:
+            refuse_foreign_origin(request)
             SessionKeyAuthentication().enforce_csrf(request)  # signing out is a write like any other
         request.session.flush()
         return Response({"signedIn": False, "keyName": None})

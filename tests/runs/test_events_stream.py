@@ -166,12 +166,43 @@ def test_a_cursor_older_than_the_kept_events_gets_resync_first(service, site):
     assert {f["runId"] for f in rest} == {fresh["id"]}
 
 
-def signed_in_session(service: LiveService) -> str:
+def signed_in_session(service: LiveService, key: str = KEY) -> str:
     """The session cookie the playground gets from POST /api/session."""
     browser = requests.Session()
-    response = browser.post(f"{service.base_url}/api/session", json={"key": KEY}, timeout=10)
-    assert response.json() == {"signedIn": True, "keyName": "bootstrap"}
+    response = browser.post(f"{service.base_url}/api/session", json={"key": key}, timeout=10)
+    assert response.json()["signedIn"] is True
     return browser.cookies["sessionid"]
+
+
+def apikey(service: LiveService, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "apikey", *args],
+        cwd=ROOT,
+        env=service.env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return done.stdout.strip()
+
+
+def test_a_revoked_key_and_its_session_are_closed_with_4401(service):
+    raw = apikey(service, "create", "revoked-ws")
+    bearer = {"Authorization": f"Bearer {raw}"}
+    cookie = {"Cookie": f"sessionid={signed_in_session(service, raw)}"}
+    origin = f"http://127.0.0.1:{service.port}"
+    for headers in (bearer, cookie):
+        with connect(service.events_url, additional_headers=headers, origin=origin) as ws:
+            run_id = service.submit({"kind": "fetch", "url": "http://127.0.0.1:9/"})["id"]
+            assert frames_until(ws, lambda f, run_id=run_id: f["runId"] == run_id)[-1]["type"] == "run-queued"
+    apikey(service, "revoke", "revoked-ws")
+    for headers in (bearer, cookie):
+        with (
+            connect(service.events_url, additional_headers=headers, origin=origin) as ws,
+            pytest.raises(ConnectionClosed) as closed,
+        ):
+            ws.recv(timeout=5)
+        assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (4401, "unauthenticated")
 
 
 def test_a_browser_session_cookie_works_only_with_our_origin(service):

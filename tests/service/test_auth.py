@@ -7,13 +7,17 @@ import re
 
 import pytest
 from django.core.management import call_command
+from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from service.models import ApiKey
+from tests.conftest import API_KEY
 
 pytestmark = pytest.mark.django_db
 
 PUBLIC = {"/api/health", "/api/session"}  # the playground's sign-in (tests/service/test_session.py)
+METHODS = ["get", "post", "put", "patch", "delete"]
+FOREIGN = "http://evil.example"
 
 
 def api_routes() -> list[str]:
@@ -56,7 +60,7 @@ def test_the_walk_finds_the_routes_we_know():
 
 
 @pytest.mark.parametrize("route", [r for r in api_routes() if r not in PUBLIC])
-@pytest.mark.parametrize("method", ["get", "post", "put", "patch", "delete"])
+@pytest.mark.parametrize("method", METHODS)
 def test_every_route_but_health_is_401_without_a_key(anonymous, route, method):
     response = getattr(anonymous, method)(route)
     if route.startswith("/api/anything"):  # the catch-all 404 for unknown /api paths
@@ -108,3 +112,85 @@ def test_openapi_schema_and_docs_are_served_to_a_key_holder(api):
     assert {"/api/runs", "/api/runs/{id}", "/api/runs/{id}/cancel", "/api/health"} <= set(paths)
     docs = api.get("/api/docs")
     assert docs.status_code == 200 and b"swagger" in docs.content.lower()
+
+
+def protected_routes() -> list[str]:
+    return [r for r in api_routes() if r not in PUBLIC and not r.startswith("/api/anything")]
+
+
+def signed_in_browser(raw_key: str) -> Client:
+    """A browser that signed in to the playground with raw_key; its writes carry the CSRF token."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.get("/api/session")
+    signed_in = browser.post("/api/session", data={"key": raw_key}, content_type="application/json")
+    assert signed_in.status_code == 200, signed_in.content
+    browser.defaults["HTTP_X_CSRFTOKEN"] = browser.cookies["csrftoken"].value
+    return browser
+
+
+@pytest.fixture
+def revoked(anonymous) -> tuple[str, Client]:
+    """A key that worked, as a Bearer key and as a browser's session, then revoked."""
+    key, raw = ApiKey.issue("revoked-laptop")
+    browser = signed_in_browser(raw)
+    assert anonymous.get("/api/runs", HTTP_AUTHORIZATION=f"Bearer {raw}").status_code == 200
+    assert browser.get("/api/runs").status_code == 200
+    key.revoke()
+    return raw, browser
+
+
+@pytest.mark.parametrize("route", protected_routes())
+@pytest.mark.parametrize("method", METHODS)
+def test_every_route_is_401_with_a_revoked_key_and_with_its_session(anonymous, revoked, route, method):
+    raw, browser = revoked
+    for response in (
+        getattr(anonymous, method)(route, HTTP_AUTHORIZATION=f"Bearer {raw}"),
+        getattr(browser, method)(route),
+    ):
+        assert response.status_code == 401, (route, method, response.status_code)
+        assert response.json()["error"]["code"] == "unauthenticated"
+
+
+@pytest.mark.parametrize("route", protected_routes())
+@pytest.mark.parametrize("method", METHODS)
+def test_every_route_refuses_a_session_from_a_foreign_origin(anonymous, route, method):
+    """A page elsewhere riding the visitor's cookie is refused, reads too, even with the CSRF token."""
+    browser = signed_in_browser(API_KEY)
+    refused = getattr(browser, method)(route, HTTP_ORIGIN=FOREIGN)
+    assert refused.status_code == 403, (route, method, refused.status_code)
+    assert refused.json()["error"] == {
+        "code": "forbidden",
+        "message": f"Origin {FOREIGN} is refused: a signed-in session works only from this service's own pages "
+        "(add the origin to CSRF_TRUSTED_ORIGINS to allow it, or send an API key).",
+    }
+    # The same request from our own pages gets past authentication (whatever the route then answers).
+    ours = getattr(browser, method)(route, HTTP_ORIGIN="http://testserver")
+    assert ours.status_code not in (401, 403), (route, method, ours.status_code)
+
+
+@pytest.mark.parametrize("route", protected_routes())
+@pytest.mark.parametrize("method", ["post", "put", "patch", "delete"])
+def test_every_session_write_needs_the_csrf_token(anonymous, route, method):
+    browser = signed_in_browser(API_KEY)
+    del browser.defaults["HTTP_X_CSRFTOKEN"]
+    refused = getattr(browser, method)(route, HTTP_ORIGIN="http://testserver")
+    assert refused.status_code == 403, (route, method, refused.status_code)
+    assert refused.json()["error"]["code"] == "forbidden"
+    assert "CSRF" in refused.json()["error"]["message"]
+
+
+def test_a_foreign_origin_cannot_sign_a_browser_in_or_out(anonymous):
+    browser = Client(enforce_csrf_checks=True)
+    browser.get("/api/session")
+    refused = browser.post("/api/session", data={"key": API_KEY}, content_type="application/json", HTTP_ORIGIN=FOREIGN)
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == "forbidden"
+    assert browser.get("/api/session").json() == {"signedIn": False, "keyName": None}
+
+    browser = signed_in_browser(API_KEY)
+    assert browser.delete("/api/session", HTTP_ORIGIN=FOREIGN).status_code == 403
+    assert browser.get("/api/session").json() == {"signedIn": True, "keyName": "bootstrap"}
+
+
+def test_a_bearer_key_works_from_any_origin(api):
+    """Keys are not ambient: a page elsewhere can only send one it was given."""
+    assert api.get("/api/runs", HTTP_ORIGIN=FOREIGN).status_code == 200

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -134,6 +135,22 @@ def test_http_without_a_valid_key_is_401_as_the_api_answers_it(service, authoriz
     assert mcp.json() == api.json()
     assert mcp.json()["error"]["code"] == "unauthenticated"
     assert mcp.headers["WWW-Authenticate"] == api.headers["WWW-Authenticate"] == 'Bearer realm="api"'
+
+
+def test_http_with_a_revoked_key_is_401(service):
+    env = service.env
+    manage = [sys.executable, "manage.py", "apikey"]
+    created = subprocess.run([*manage, "create", "revoked-mcp"], cwd=ROOT, env=env, capture_output=True, text=True)
+    headers = {"Authorization": f"Bearer {created.stdout.strip()}", "Accept": "application/json, text/event-stream"}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    assert requests.post(service.base_url + "/api/mcp", json=listing, headers=headers, timeout=10).status_code == 200
+    subprocess.run([*manage, "revoke", "revoked-mcp"], cwd=ROOT, env=env, check=True, capture_output=True)
+    refused = requests.post(service.base_url + "/api/mcp", json=listing, headers=headers, timeout=10)
+    assert refused.status_code == 401
+    assert refused.json()["error"] == {
+        "code": "unauthenticated",
+        "message": "The API key is not valid or has been revoked.",
+    }
 
 
 @pytest.mark.parametrize("method", ["GET", "DELETE"])
