@@ -18,12 +18,14 @@ from django.conf import settings
 
 from runs import stream
 from runs.wakeup import GROUP
-from service.auth import authenticate_key, session_holder
+from service.auth import key_credential, key_still_valid, session_credential
 
 log = logging.getLogger(__name__)
 
 TICK_SECONDS = 0.05
 GROUP_REFRESH_SECONDS = 600.0
+# Open connections whose key was revoked (or whose bootstrap key changed) are closed within this long.
+KEY_RECHECK_SECONDS = 5.0
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
@@ -87,11 +89,26 @@ class EventFeed:
                 await layer.group_discard(GROUP, channel)
 
     async def _run(self) -> None:
-        listener = asyncio.get_running_loop().create_task(self._listen())
+        loop = asyncio.get_running_loop()
+        listener, keys = loop.create_task(self._listen()), loop.create_task(self._recheck_keys())
         try:
             await self._poll()
         finally:
             listener.cancel()
+            keys.cancel()
+
+    async def _recheck_keys(self) -> None:
+        """Close connections whose key no longer opens the API: one query per distinct key, not per connection."""
+        while self.consumers:
+            await asyncio.sleep(KEY_RECHECK_SECONDS)
+            try:
+                valid = await _still_valid({consumer.credential for consumer in self.consumers})
+            except Exception:  # the database may be briefly busy; look again next time
+                log.exception("event feed could not check the keys of its connections")
+                continue
+            for consumer in list(self.consumers):
+                if consumer.credential not in valid:
+                    consumer.revoked()
 
     async def _poll(self) -> None:
         latest_id = database_sync_to_async(stream.latest_event_id)
@@ -155,14 +172,21 @@ def _header(scope: dict, name: bytes) -> str | None:
 
 
 @database_sync_to_async
-def _authenticate(scope: dict) -> bool:
-    """A header key (scripts), or a signed-in playground session (browsers, whose Origin was validated)."""
+def _authenticate(scope: dict) -> tuple[str, str] | None:
+    """The (key name, key hash) of a header key (scripts) or of a signed-in playground session (browsers, whose
+    Origin was validated); None when neither is valid."""
     header = _header(scope, b"authorization")
     if header:
         scheme, _, raw = header.partition(" ")
-        return scheme.lower() == "bearer" and authenticate_key(raw.strip()) is not None
-    has_origin = _header(scope, b"origin") is not None
-    return has_origin and session_holder(scope.get("session")) is not None
+        return key_credential(raw.strip()) if scheme.lower() == "bearer" else None
+    if _header(scope, b"origin") is None:
+        return None
+    return session_credential(scope.get("session"))
+
+
+@database_sync_to_async
+def _still_valid(credentials: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    return {credential for credential in credentials if key_still_valid(*credential)}
 
 
 class EventsConsumer(AsyncWebsocketConsumer):
@@ -174,6 +198,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
     channel_layer_alias = None
 
     async def connect(self) -> None:
+        self.credential: tuple[str, str] | None = None
         self.cursor = 0
         self.run_id: str | None = None
         self._inbox: asyncio.Queue[Batch | None] = asyncio.Queue()
@@ -185,7 +210,8 @@ class EventsConsumer(AsyncWebsocketConsumer):
         # must see its run's first event.
         now = await database_sync_to_async(stream.latest_event_id)()
         await self.accept()
-        if not await _authenticate(self.scope):
+        self.credential = await _authenticate(self.scope)
+        if self.credential is None:
             await self.close_with_reason(CLOSE_UNAUTHENTICATED, "unauthenticated")
             return
         query = parse_qs(self.scope.get("query_string", b"").decode())
@@ -235,8 +261,15 @@ class EventsConsumer(AsyncWebsocketConsumer):
             return
         self._inbox.put_nowait(batch)
 
+    def revoked(self) -> None:
+        """Its key was revoked: stop sending and close as an unauthenticated connect would have been."""
+        self._stop_with(CLOSE_UNAUTHENTICATED, "unauthenticated: the key was revoked")
+
     def _drop(self) -> None:
         """Disconnect a client that fell too far behind; it resumes from the last eventId it received."""
+        self._stop_with(CLOSE_TOO_FAR_BEHIND, "too far behind: reconnect with ?after=<the last eventId you received>")
+
+    def _stop_with(self, code: int, reason: str) -> None:
         if self._dropped:
             return
         self._dropped = True
@@ -246,11 +279,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
             # The close frame queues behind what the client has not read yet; give it time to read that far
             # (autobahn's default of 1 s would cut the connection before a slow reader sees the reason).
             protocol.closeHandshakeTimeout = CLOSE_DRAIN_SECONDS
-        asyncio.get_running_loop().create_task(
-            self.close_with_reason(
-                CLOSE_TOO_FAR_BEHIND, "too far behind: reconnect with ?after=<the last eventId you received>"
-            )
-        )
+        asyncio.get_running_loop().create_task(self.close_with_reason(code, reason))
         if self._sender is not None and self._sender is not asyncio.current_task():
             self._sender.cancel()
 

@@ -33,6 +33,12 @@ def authenticate_key(raw: str) -> KeyHolder | None:
     return KeyHolder(key_name=key.name) if key else None
 
 
+def key_credential(raw: str) -> tuple[str, str] | None:
+    """(key name, key hash) of a valid API key: what a long-lived connection keeps to check the key again later."""
+    holder = authenticate_key(raw)
+    return (holder.key_name, hash_key(raw)) if holder else None
+
+
 def session_sign_in(session, raw: str) -> KeyHolder | None:
     holder = authenticate_key(raw)
     if holder is None:
@@ -43,19 +49,28 @@ def session_sign_in(session, raw: str) -> KeyHolder | None:
     return holder
 
 
-def session_holder(session) -> KeyHolder | None:
-    """The caller of a signed-in playground session, while its key is still valid."""
+def key_still_valid(name: str, digest: str) -> bool:
+    """Whether the key named name with this hash still opens the API (not revoked, bootstrap not changed)."""
+    if name == "bootstrap":
+        bootstrap = settings.SERVICE_API_KEY
+        return bool(bootstrap) and hmac.compare_digest(hash_key(bootstrap), digest)
+    return ApiKey.objects.active().filter(name=name, key_hash=digest).exists()
+
+
+def session_credential(session) -> tuple[str, str] | None:
+    """(key name, key hash) of a signed-in playground session, while its key is still valid."""
     if session is None:
         return None
     name, digest = session.get(SESSION_KEY_NAME), session.get(SESSION_KEY_HASH)
-    if not name or not digest:
+    if not name or not digest or not key_still_valid(name, digest):
         return None
-    if name == "bootstrap":
-        bootstrap = settings.SERVICE_API_KEY
-        valid = bool(bootstrap) and hmac.compare_digest(hash_key(bootstrap), digest)
-    else:
-        valid = ApiKey.objects.active().filter(name=name, key_hash=digest).exists()
-    return KeyHolder(key_name=name) if valid else None
+    return name, digest
+
+
+def session_holder(session) -> KeyHolder | None:
+    """The caller of a signed-in playground session, while its key is still valid."""
+    credential = session_credential(session)
+    return KeyHolder(key_name=credential[0]) if credential else None
 
 
 def foreign_origin(request) -> str | None:

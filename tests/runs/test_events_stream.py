@@ -6,6 +6,7 @@ PostgreSQL with Redis as the channel layer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -186,16 +187,41 @@ def apikey(service: LiveService, *args: str) -> str:
     return done.stdout.strip()
 
 
+def closed_within(ws, seconds: float):
+    """The close a connection gets within seconds (frames before it are read and dropped)."""
+    deadline = time.monotonic() + seconds
+    with pytest.raises(ConnectionClosed) as closed:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(TimeoutError):
+                ws.recv(timeout=0.5)
+    return closed.value.rcvd
+
+
 def test_a_revoked_key_and_its_session_are_closed_with_4401(service):
     raw = apikey(service, "create", "revoked-ws")
     bearer = {"Authorization": f"Bearer {raw}"}
     cookie = {"Cookie": f"sessionid={signed_in_session(service, raw)}"}
+    bootstrap = {"Authorization": f"Bearer {KEY}"}
     origin = f"http://127.0.0.1:{service.port}"
-    for headers in (bearer, cookie):
-        with connect(service.events_url, additional_headers=headers, origin=origin) as ws:
-            run_id = service.submit({"kind": "fetch", "url": "http://127.0.0.1:9/"})["id"]
-            assert frames_until(ws, lambda f, run_id=run_id: f["runId"] == run_id)[-1]["type"] == "run-queued"
-    apikey(service, "revoke", "revoked-ws")
+    with contextlib.ExitStack() as stack:
+        sockets = [
+            stack.enter_context(connect(service.events_url, additional_headers=headers, origin=origin))
+            for headers in (bearer, cookie, bootstrap)
+        ]
+        run_id = service.submit({"kind": "fetch", "url": "http://127.0.0.1:9/"})["id"]
+        for ws in sockets:
+            assert frames_until(ws, lambda f: f["runId"] == run_id)[-1]["type"] == "run-queued"
+
+        revoked_at = time.monotonic()
+        apikey(service, "revoke", "revoked-ws")
+        # Connections already open on the revoked key are closed within KEY_RECHECK_SECONDS (5 s); others stay.
+        for ws in sockets[:2]:
+            close = closed_within(ws, 15)
+            assert (close.code, close.reason) == (4401, "unauthenticated: the key was revoked")
+        assert time.monotonic() - revoked_at < 15
+        run_id = service.submit({"kind": "fetch", "url": "http://127.0.0.1:9/"})["id"]
+        assert frames_until(sockets[2], lambda f: f["runId"] == run_id)[-1]["type"] == "run-queued"
+    # New connections with it are refused at once.
     for headers in (bearer, cookie):
         with (
             connect(service.events_url, additional_headers=headers, origin=origin) as ws,
