@@ -17,7 +17,7 @@ from jsonschema import validators
 from runs.engine.browser import Browser
 from runs.engine.extract_rules import RuleError, extract_by_rules, is_rule_schema
 from runs.engine.fetch import load, snapshot_markdown
-from runs.engine.models import Model
+from runs.engine.models import DeadlinePassed, Model
 from runs.engine.spec import EngineError, FetchSpec, Recorder
 
 MAX_REPAIRS = 2
@@ -83,7 +83,13 @@ def _prompt(spec: ExtractSpec, url: str, markdown: str) -> str:
     )
 
 
+def _out_of_time(spec: ExtractSpec) -> EngineError:
+    return EngineError("timeout", f"The data was not extracted within timeoutMs ({spec.page.options.timeout_ms} ms).")
+
+
 def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Model | None) -> ExtractResult:
+    """timeoutMs bounds the whole of it: the page load, and every model request gets at most the time left."""
+    deadline = time.monotonic() + spec.page.options.timeout_ms / 1000
     loaded = load(spec.page, recorder, browser)
     if is_rule_schema(spec.schema):
         started = time.monotonic()
@@ -112,9 +118,15 @@ def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Mode
     message = prompt
     for _attempt in range(1 + MAX_REPAIRS):
         started = time.monotonic()
-        reply = model.complete_json(
-            system=SYSTEM_PROMPT, messages=[{"role": "user", "content": message}], schema=spec.schema
-        )
+        try:
+            reply = model.complete_json(
+                system=SYSTEM_PROMPT,
+                messages=[{"role": "user", "content": message}],
+                schema=spec.schema,
+                deadline=deadline,
+            )
+        except DeadlinePassed:
+            raise _out_of_time(spec) from None
         result.model_calls += 1
         result.input_tokens += reply.input_tokens
         result.output_tokens += reply.output_tokens

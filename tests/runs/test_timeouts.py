@@ -1,6 +1,6 @@
 """Runs that would never end on their own end `failed` with `timeout` within timeoutMs + 5 s, and leave no browser
-context behind: a page that never finishes loading, an agent whose model never says done, and one whose model stops
-answering."""
+context behind: a page that never finishes loading, an agent whose model never says done, one whose model stops
+answering, and an extraction whose model stops answering."""
 
 from __future__ import annotations
 
@@ -62,5 +62,19 @@ def test_an_agent_that_never_says_done(site, data_dir, settings, browser, script
     assert run.status == "failed", what
     assert run.error == {"code": "timeout", "message": f"The goal was not reached within timeoutMs ({TIMEOUT_MS} ms)."}
     assert took < TIMEOUT_MS / 1000 + MARGIN_S, what
+    assert model.requests, "the model was asked"
+    assert browser.launched().contexts == []
+
+
+def test_an_extraction_whose_model_stops_answering(site, data_dir, settings, browser):
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    with FakeOpenAI([{"stall": 60}], repeat=True) as model:
+        use_model(settings, model)
+        spec = {"kind": "extract", "url": site.url("/product"), "schema": schema, "options": {"timeoutMs": TIMEOUT_MS}}
+        run, took = run_to_the_end(spec, browser)
+    assert run.status == "failed"
+    message = f"The data was not extracted within timeoutMs ({TIMEOUT_MS} ms)."
+    assert run.error == {"code": "timeout", "message": message}
+    assert took < TIMEOUT_MS / 1000 + MARGIN_S
     assert model.requests, "the model was asked"
     assert browser.launched().contexts == []
