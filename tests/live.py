@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import requests
 
+from service.processes import stop_when_parent_dies
+
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "live-test-key"
 
@@ -22,6 +25,22 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def service_pids(data_dir: Path) -> list[int]:
+    """Every process of one service instance (serve, daphne, the workers and their Chromium): they all carry
+    SERVICE_DATA_DIR in their environment."""
+    needle = f"SERVICE_DATA_DIR={data_dir}\0".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "environ").read_bytes() + b"\0":
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return pids
 
 
 def chromium_pids(marker: str) -> list[int]:
@@ -86,6 +105,7 @@ class LiveService:
             env=self.env,
             stdout=self.log,
             stderr=subprocess.STDOUT,
+            preexec_fn=functools.partial(stop_when_parent_dies, os.getpid()),  # a killed test run leaves no service
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -1,5 +1,5 @@
 """SIGTERM to `manage.py serve` while runs are running and queued: it stops within its grace period, loses nothing,
-and the next start finishes every run exactly once."""
+and the next start finishes every run exactly once. SIGKILL to serve: its children stop on their own."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 import requests
 from websockets.sync.client import connect
 
-from tests.live import KEY, LiveService, chromium_pids
+from tests.live import KEY, LiveService, chromium_pids, service_pids
 
 pytestmark = pytest.mark.live
 GRACE = 4  # serve --grace
@@ -70,5 +70,31 @@ def test_sigterm_during_runs_loses_nothing_and_a_restart_finishes_them(tmp_path,
         assert [run["attempts"] for run in after_restart] == [1] * 6  # never started before the stop
         assert all([step["action"] for step in run["steps"]] == ["navigate", "snapshot"] for run in runs)
         assert set(finished_events(second, [run["id"] for run in runs]).values()) == {1}
+    finally:
+        second.stop()
+
+
+def test_a_killed_serve_takes_its_children_with_it(tmp_path, site):
+    first = LiveService(tmp_path, WORKERS="1").start()
+    first.wait(first.submit({"kind": "fetch", "url": site.url("/static")})["id"])
+    processes = service_pids(tmp_path)
+    assert chromium_pids(first.marker) and len(processes) > 4  # serve, daphne, work, its worker, Chromium…
+
+    first.process.kill()
+    first.process.wait()
+    deadline = time.monotonic() + 30
+    while service_pids(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert service_pids(tmp_path) == [], "daphne, the workers or Chromium outlived a SIGKILLed serve"
+    first.stop()
+
+    # Nothing holds the port or the queue: a new serve on the same port and data directory takes work at once.
+    second = LiveService(tmp_path, WORKERS="1")
+    second.port = first.port
+    second.env["SERVICE_PORT"] = str(first.port)
+    second.start()
+    try:
+        run = second.submit({"kind": "fetch", "url": site.url("/static")})
+        assert second.wait(run["id"])["status"] == "succeeded"
     finally:
         second.stop()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -14,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from runs.services import run_reap_expired
 from runs.stream import prune_events
+from service.processes import stop_when_parent_dies
 
 MANAGE_PY = Path(settings.BASE_DIR) / "manage.py"
 PRUNE_INTERVAL_SECONDS = 60.0
@@ -38,13 +40,14 @@ class Command(BaseCommand):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         host, port = settings.SERVICE_HOST, str(settings.SERVICE_PORT)
-        # Own sessions: a Ctrl-C in the terminal reaches only us, and we stop the children in order.
+        # Own sessions: a Ctrl-C in the terminal reaches only us, and we stop the children in order. If we are
+        # killed outright, they get SIGTERM from the kernel.
+        child = functools.partial(
+            subprocess.Popen, start_new_session=True, preexec_fn=functools.partial(stop_when_parent_dies, os.getpid())
+        )
         children = {
-            "daphne": subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", host, "-p", port, "service.asgi:application"],
-                start_new_session=True,
-            ),
-            "workers": subprocess.Popen([sys.executable, str(MANAGE_PY), "work"], start_new_session=True),
+            "daphne": child([sys.executable, "-m", "daphne", "-b", host, "-p", port, "service.asgi:application"]),
+            "workers": child([sys.executable, str(MANAGE_PY), "work"]),
         }
         self.stdout.write(
             self.style.SUCCESS(f"serving on http://{host}:{port} with {settings.WORKERS} worker(s); Ctrl-C stops")
