@@ -8,6 +8,7 @@ that a caller's deadline bounds them: each attempt gets at most the time left, a
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from collections.abc import Callable
@@ -93,9 +94,18 @@ def _retry_wait(error: Exception, attempt: int, errors) -> float | None:
 class _SdkModel:
     """What both providers share: their SDK client, its error module, and requests bounded by a deadline."""
 
-    settings: ModelSettings
-    client: object
-    _errors: object
+    sdk: str  # the SDK's module, also its error module
+    client_class: str
+
+    def __init__(self, settings: ModelSettings):
+        self.settings = settings
+        self._errors = importlib.import_module(self.sdk)
+        self.client = getattr(self._errors, self.client_class)(
+            api_key=settings.api_key or "not-needed",
+            base_url=settings.base_url,
+            timeout=settings.timeout_seconds,
+            max_retries=0,  # ours: _request
+        )
 
     def _request(self, send: Callable, deadline: float | None):
         """send(client) with retries that stop at the deadline; each attempt's timeout is at most the time left."""
@@ -120,17 +130,7 @@ class _SdkModel:
 
 
 class OpenAIModel(_SdkModel):
-    def __init__(self, settings: ModelSettings):
-        import openai
-
-        self.settings = settings
-        self._errors = openai
-        self.client = openai.OpenAI(
-            api_key=settings.api_key or "not-needed",
-            base_url=settings.base_url,
-            timeout=settings.timeout_seconds,
-            max_retries=0,  # ours: _request
-        )
+    sdk, client_class = "openai", "OpenAI"
 
     def complete_json(
         self, *, system: str, messages: list[dict], schema: dict, deadline: float | None = None
@@ -182,19 +182,8 @@ class OpenAIModel(_SdkModel):
 
 
 class AnthropicModel(_SdkModel):
+    sdk, client_class = "anthropic", "Anthropic"
     TOOL = "give_result"
-
-    def __init__(self, settings: ModelSettings):
-        import anthropic
-
-        self.settings = settings
-        self._errors = anthropic
-        self.client = anthropic.Anthropic(
-            api_key=settings.api_key or "not-needed",
-            base_url=settings.base_url,
-            timeout=settings.timeout_seconds,
-            max_retries=0,  # ours: _request
-        )
 
     def complete_json(
         self, *, system: str, messages: list[dict], schema: dict, deadline: float | None = None
