@@ -20,9 +20,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     BROWSER_EXECUTABLE=/usr/bin/chromium
 
 # Chromium and fonts from Debian: versions follow the distribution's security updates, so they are not pinned.
+# tini is the container's init (below).
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends chromium fonts-liberation fonts-noto-color-emoji \
+    && apt-get install -y --no-install-recommends chromium fonts-liberation fonts-noto-color-emoji tini \
     && rm -rf /var/lib/apt/lists/*
 
 RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin app \
@@ -40,6 +41,9 @@ VOLUME ["/data"]
 EXPOSE 3470
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD ["python", "-c", "import sys, urllib.request; sys.exit(urllib.request.urlopen('http://127.0.0.1:3470/api/health', timeout=4).status != 200)"]
+# tini as PID 1 passes `docker stop`'s SIGTERM on to serve and reaps the processes a dead worker's Chromium leaves
+# behind (serve as PID 1 would collect them as zombies).
+ENTRYPOINT ["/usr/bin/tini", "--"]
 # serve applies migrations at start, then runs daphne, the workers and the reaper; --grace lets running runs
 # finish on `docker stop` (compose gives it stop_grace_period).
 CMD ["python", "manage.py", "serve", "--grace", "300"]

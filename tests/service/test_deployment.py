@@ -76,6 +76,9 @@ def test_the_image_runs_unprivileged_with_data_in_a_volume_and_no_secrets():
     healthcheck = next(args for instruction, args in instructions if instruction == "HEALTHCHECK")
     assert "/api/health" in healthcheck
     assert image_json_instruction("CMD")[:3] == ["python", "manage.py", "serve"]
+    # An init as PID 1 forwards signals and reaps orphans (Chromium's, when a worker dies).
+    assert image_json_instruction("ENTRYPOINT") == ["/usr/bin/tini", "--"]
+    assert any(instruction == "RUN" and " tini " in f"{args} " for instruction, args in instructions)
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {"data", ".env", "frontend/node_modules", ".venv"} <= set(ignored)
 
