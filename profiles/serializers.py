@@ -2,14 +2,11 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from profiles.store import NAME_PATTERN
-from service.serializers import StrictSerializer
+from service.serializers import StrictSerializer, name_field
 
 
 class ProfileImportSerializer(StrictSerializer):
-    name = serializers.RegexField(
-        NAME_PATTERN, max_length=64, error_messages={"invalid": "1 to 64 characters of a-z, 0-9, '-' and '_'."}
-    )
+    name = name_field("profile")
     state = serializers.JSONField()
     overwrite = serializers.BooleanField(default=False)
 

@@ -22,7 +22,7 @@ def profile_import(*, name: str, state: object, overwrite: bool = False) -> Prof
             status_code=409,
         ) from None
     except StateFileError as error:
-        raise ServiceError("invalid_profile", str(error), fields={"state": [str(error)]}) from None
+        raise ServiceError("invalid_request", str(error), fields={"state": [str(error)]}) from None
 
 
 def profile_get(*, name: str) -> ProfileInfo:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,64}$")
+NAME_RULE = "1 to 64 characters of a-z, 0-9, '-' and '_'"
 EXPIRING_WITHIN_SECONDS = 7 * 24 * 3600
 # The last second datetime can show (9999-12-31T23:59:59Z): a later expiry would break every cookie summary.
 MAX_COOKIE_EXPIRES = 253_402_300_799
@@ -37,7 +38,7 @@ class ProfileExists(Exception):
 
 def check_name(name: str) -> str:
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        raise StateFileError("A profile name is 1 to 64 characters of a-z, 0-9, '-' and '_'.")
+        raise StateFileError(f"A profile name is {NAME_RULE}.")
     return name
 
 
@@ -49,39 +50,45 @@ def profile_path(data_dir: Path, name: str) -> Path:
     return profiles_dir(data_dir) / f"{check_name(name)}.json"
 
 
-def validate_state(state: object) -> dict:
-    """A Playwright storage state: {"cookies": [{name, value, domain, …}], "origins": [{origin, localStorage}]}."""
+def validate_state(state: object, *, label: str = "state", name_unknown_keys: bool = True) -> dict:
+    """A Playwright storage state: {"cookies": [{name, value, domain, …}], "origins": [{origin, localStorage}]}.
+
+    Messages name the problem by its place (`label`.cookies[0].name), never by a value; name_unknown_keys=False
+    leaves out unknown top-level keys too (a file's contents are never echoed, DESIGN.md section 6).
+    """
     if not isinstance(state, dict):
-        raise StateFileError("state must be a JSON object with cookies and origins.")
+        raise StateFileError(f"{label} must be a JSON object with cookies and origins.")
     unknown = set(state) - {"cookies", "origins"}
     if unknown:
-        raise StateFileError(f"state has unknown keys: {', '.join(sorted(unknown))}.")
+        if name_unknown_keys:
+            raise StateFileError(f"{label} has unknown keys: {', '.join(sorted(unknown))}.")
+        raise StateFileError(f"{label} has keys other than cookies and origins; it is not a Playwright storage state.")
     cookies = state.get("cookies", [])
     origins = state.get("origins", [])
     if not isinstance(cookies, list) or not isinstance(origins, list):
-        raise StateFileError("state.cookies and state.origins must be lists.")
+        raise StateFileError(f"{label}.cookies and {label}.origins must be lists.")
     for index, cookie in enumerate(cookies):
         if not isinstance(cookie, dict):
-            raise StateFileError(f"state.cookies[{index}] must be an object.")
+            raise StateFileError(f"{label}.cookies[{index}] must be an object.")
         for key in ("name", "value", "domain"):
             if not isinstance(cookie.get(key), str):
-                raise StateFileError(f"state.cookies[{index}].{key} must be a string.")
+                raise StateFileError(f"{label}.cookies[{index}].{key} must be a string.")
         if not cookie["name"] or not cookie["domain"]:
-            raise StateFileError(f"state.cookies[{index}] needs a non-empty name and domain.")
+            raise StateFileError(f"{label}.cookies[{index}] needs a non-empty name and domain.")
         expires = cookie.get("expires", -1)
         if not isinstance(expires, (int, float)) or isinstance(expires, bool) or expires > MAX_COOKIE_EXPIRES:
             raise StateFileError(
-                f"state.cookies[{index}].expires must be a Unix time before the year 10000 (-1 for a session cookie)."
+                f"{label}.cookies[{index}].expires must be a Unix time before the year 10000 (-1 for a session cookie)."
             )
     for index, origin in enumerate(origins):
         if not isinstance(origin, dict) or not isinstance(origin.get("origin"), str):
-            raise StateFileError(f"state.origins[{index}] must be an object with an origin.")
+            raise StateFileError(f"{label}.origins[{index}] must be an object with an origin.")
         storage = origin.get("localStorage", [])
         if not isinstance(storage, list) or not all(
             isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str)
             for item in storage
         ):
-            raise StateFileError(f"state.origins[{index}].localStorage must be a list of {{name, value}} strings.")
+            raise StateFileError(f"{label}.origins[{index}].localStorage must be a list of {{name, value}} strings.")
     return {"cookies": cookies, "origins": origins}
 
 
@@ -268,3 +275,35 @@ def resolve_storage_state_path(value: str, data_dir: Path) -> Path:
             f"storageStatePath is readable by other users; run `chmod 600 {resolved}` and submit again."
         )
     return resolved
+
+
+# A storage state is a few kilobytes; past this a file is not one (and is not read whole into memory).
+STATE_FILE_MAX_BYTES = 16 * 1024 * 1024
+
+
+def check_storage_state_file(value: str, data_dir: Path) -> Path:
+    """The resolved path of a storageStatePath whose file is usable: where and how it lies (resolve_storage_state_path)
+    and what it holds, checked like `profile import` checks a state (validate_state). StateFileError otherwise,
+    with a message that never quotes the file's contents.
+
+    Called at submit by the API (and should be by the CLI) and again when the run starts, since files change.
+    """
+    path = resolve_storage_state_path(value, data_dir)
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(STATE_FILE_MAX_BYTES + 1)
+    except OSError as error:
+        raise StateFileError(f"storageStatePath cannot be read: {error.strerror}.") from None
+    if len(raw) > STATE_FILE_MAX_BYTES:
+        raise StateFileError(
+            f"storageStatePath is larger than {STATE_FILE_MAX_BYTES} bytes; it is not a storage state."
+        )
+    try:
+        state = json.loads(raw)
+    except ValueError:  # not UTF-8 either
+        raise StateFileError(
+            "storageStatePath is not JSON; it must hold a Playwright storage state (cookies and origins), "
+            "as `profile import` takes."
+        ) from None
+    validate_state(state, label="storageStatePath", name_unknown_keys=False)
+    return path

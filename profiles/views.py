@@ -15,7 +15,6 @@ class ProfileViewSet(viewsets.ViewSet):
 
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
-    invalid_code = "invalid_profile"
 
     @extend_schema(responses=ProfileSerializer(many=True))
     def list(self, request: Request) -> Response:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from profiles.store import NAME_PATTERN
 from queries.models import SavedQuery
+from runs.engine.extract_rules import rule_problems
 from runs.serializers import (
     URL_MAX_LENGTH,
     OptionsSerializer,
@@ -11,13 +11,17 @@ from runs.serializers import (
     validate_storage_state_path,
     validate_target_url,
 )
-from service.serializers import StrictSerializer
+from service.serializers import StrictSerializer, name_field
 
 
 def validate_schema(value: object) -> object:
+    """A JSON schema whose extraction rules can be applied; rule problems are named by their path in the schema."""
     problem = check_json_schema(value)
     if problem:
         raise serializers.ValidationError(problem.replace("An extract run needs", "A saved query needs"))
+    rules = rule_problems(value)
+    if rules:
+        raise serializers.ValidationError({path: [message] for path, message in rules.items()})
     return value
 
 
@@ -36,16 +40,14 @@ class SavedQuerySerializer(serializers.ModelSerializer):
 class QuerySpecSerializer(StrictSerializer):
     """The editable part of a saved query (PUT needs url and schema; PATCH any of them)."""
 
-    name = serializers.RegexField(NAME_PATTERN, required=False, help_text="Names do not change; if given, the same.")
+    name = name_field("saved query", required=False, help_text="Names do not change; if given, the same.")
     url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url])
     schema = serializers.JSONField(validators=[validate_schema])
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
 
 
 class QueryCreateSerializer(StrictSerializer):
-    name = serializers.RegexField(
-        NAME_PATTERN, error_messages={"invalid": "Use 1-64 characters: lowercase letters, digits, - and _."}
-    )
+    name = name_field("saved query")
     url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url], required=False)
     schema = serializers.JSONField(validators=[validate_schema], required=False)
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
@@ -74,6 +76,6 @@ class QueryReplaySerializer(StrictSerializer):
 
     url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url], required=False)
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
-    profile = serializers.RegexField(NAME_PATTERN, required=False)
+    profile = name_field("profile", required=False)
     storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
     options = OptionsSerializer(required=False)

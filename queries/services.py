@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from queries.models import SavedQuery
 from runs.models import Run
-from runs.serializers import RunSpecSerializer
+from runs.serializers import RunSpecSerializer, schema_rule_errors
 from runs.services import run_submit
 from service.errors import ServiceError
 
@@ -43,6 +43,15 @@ def query_from_run(*, name: str, run_id: str) -> SavedQuery:
             "invalid_request",
             f"Only extract runs can become saved queries; run {run_id} is a {run.kind} run.",
             fields={"fromRun": ["Not an extract run."]},
+        )
+    # A run submitted before rules were checked at submit may hold a schema no replay could apply.
+    problems = schema_rule_errors(run.spec["schema"])
+    if problems:
+        first, messages = next(iter(problems.items()))
+        raise ServiceError(
+            "invalid_request",
+            f"fromRun: the run's {first} cannot be applied: {messages[0]}",
+            fields={"fromRun": [f"{first}: {messages[0]}"]},
         )
     return query_create(
         name=name, url=run.spec["url"], schema=run.spec["schema"], instruction=run.spec.get("instruction", "")

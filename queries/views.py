@@ -24,7 +24,6 @@ class SavedQueryViewSet(viewsets.ViewSet):
 
     lookup_field = "name"
     lookup_value_regex = "[^/]+"
-    invalid_code = "invalid_request"
 
     @extend_schema(responses=SavedQuerySerializer(many=True))
     def list(self, request: Request) -> Response:

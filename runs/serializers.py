@@ -2,34 +2,58 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 from jsonschema import SchemaError, validators
 from rest_framework import serializers
 
 from profiles.credentials import CredentialStore
-from profiles.store import NAME_PATTERN, StateFileError, profile_path, resolve_storage_state_path
-from runs.engine.extract_rules import is_rule_schema
-from runs.engine.netpolicy import Refused, literal_private_host
+from profiles.store import StateFileError, check_storage_state_file, profile_path
+from runs.engine.extract_rules import is_rule_schema, rule_problems
+from runs.engine.netpolicy import Refused, literal_private_host, parse_ipv4
 from runs.models import Batch, Run, Step
 from runs.services import network_policy, screenshot_url
 from service.errors import ServiceError
-from service.serializers import StrictSerializer
+from service.serializers import StrictSerializer, name_field
 
 URL_MAX_LENGTH = 2048
+# What a browser refuses in a host name (the WHATWG URL standard's forbidden domain code points, '%' aside: a host
+# is checked after percent-decoding).
+_FORBIDDEN_HOST_CHARACTERS = frozenset(" #/:<>?@[\\]^|\x7f") | {chr(code) for code in range(0x20)}
 
 
 def validate_url_shape(value: str) -> str:
-    """An http(s) URL with a host; where it points is the network policy's business."""
+    """An http(s) URL that a browser can open: a valid host and port. Where it points is the network policy's
+    business. Checked at submit, so a run never fails on its URL's syntax after it was queued."""
+    value = value.strip()
     if len(value) > URL_MAX_LENGTH:
         raise serializers.ValidationError(f"The URL is longer than {URL_MAX_LENGTH} characters.")
-    parts = urlsplit(value.strip())
+    try:
+        parts = urlsplit(value)
+    except ValueError:  # "http://[::1/", "http://[zz]/"
+        raise serializers.ValidationError(
+            "The URL's host is not valid (an IPv6 address goes in brackets: http://[2001:db8::1]/)."
+        ) from None
     if parts.scheme.lower() not in {"http", "https"}:
         raise serializers.ValidationError("Only http:// and https:// URLs can be fetched.")
     if not parts.hostname:
         raise serializers.ValidationError("The URL has no host.")
-    return value.strip()
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise serializers.ValidationError("The URL's port must be a number from 1 to 65535.")
+    host = unquote(parts.hostname)
+    if ":" not in host:  # IPv6 literals were checked by urlsplit
+        if any(character in _FORBIDDEN_HOST_CHARACTERS for character in host):
+            raise serializers.ValidationError("The URL's host contains a character a host name cannot have.")
+        last = host.rstrip(".").rsplit(".", 1)[-1]
+        ends_in_number = last.isdigit() or (last[:2] == "0x" and all(c in "0123456789abcdef" for c in last[2:]))
+        if ends_in_number and parse_ipv4(host) is None:
+            raise serializers.ValidationError("The URL's host ends in a number but is not a valid IPv4 address.")
+    return value
 
 
 def validate_target_url(value: str) -> str:
@@ -45,10 +69,16 @@ def validate_target_url(value: str) -> str:
 
 
 def validate_storage_state_path(value: str) -> None:
+    """Where the file lies and what it holds, checked like `profile import` checks a state (never echoed)."""
     try:
-        resolve_storage_state_path(value, settings.DATA_DIR)
+        check_storage_state_file(value, settings.DATA_DIR)
     except StateFileError as error:
         raise serializers.ValidationError(str(error)) from None
+
+
+def schema_rule_errors(schema: object, prefix: str = "schema") -> dict[str, list[str]]:
+    """Extraction rules that could not be applied, by their dotted path (schema.properties.name.x-selector)."""
+    return {f"{prefix}.{path}" if path else prefix: [problem] for path, problem in rule_problems(schema).items()}
 
 
 def check_json_schema(schema: object) -> str | None:
@@ -97,9 +127,9 @@ class RunSpecSerializer(StrictSerializer):
     schema = serializers.JSONField(required=False)
     instruction = serializers.CharField(required=False, max_length=10_000, allow_blank=True)
     goal = serializers.CharField(required=False, max_length=10_000)
-    cred = serializers.RegexField(NAME_PATTERN, required=False)
-    saveProfile = serializers.RegexField(NAME_PATTERN, required=False)
-    profile = serializers.RegexField(NAME_PATTERN, required=False)
+    cred = name_field("credential", required=False)
+    saveProfile = name_field("profile", required=False)
+    profile = name_field("profile", required=False)
     storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
     options = OptionsSerializer(required=False)
 
@@ -116,6 +146,8 @@ class RunSpecSerializer(StrictSerializer):
             schema_problem = check_json_schema(attrs.get("schema"))
             if schema_problem:
                 errors["schema"] = [schema_problem]
+            else:
+                errors.update(schema_rule_errors(attrs["schema"]))
         if kind == "agent" and not attrs.get("goal"):
             errors["goal"] = ["An agent run needs a goal."]
         if "cred" in attrs and not CredentialStore(settings.DATA_DIR).exists(attrs["cred"]):
@@ -128,12 +160,16 @@ class RunSpecSerializer(StrictSerializer):
             raise serializers.ValidationError(errors)
         needs_model = kind == "agent" or (kind == "extract" and not is_rule_schema(attrs["schema"]))
         if needs_model and not settings.MODEL_PROVIDER:
+            configure = (
+                "set MODEL_PROVIDER (openai or anthropic), MODEL_NAME and OPENAI_API_KEY (and OPENAI_BASE_URL for "
+                "compatible servers) or ANTHROPIC_API_KEY."
+            )
+            if kind == "agent":
+                raise ServiceError("model_not_configured", f"Agent runs need a model: {configure}")
             raise ServiceError(
                 "model_not_configured",
-                f"{'Agent runs need' if kind == 'agent' else 'This extract schema needs'} a model: set MODEL_PROVIDER "
-                "(openai or anthropic), MODEL_NAME and OPENAI_API_KEY (and OPENAI_BASE_URL for compatible "
-                "servers) or ANTHROPIC_API_KEY. Extraction without a model needs x-selector or x-source on "
-                "every field.",
+                f"This extract schema needs a model: {configure} Extraction without a model needs x-selector or "
+                "x-source on every field.",
             )
         if "options" not in attrs:
             attrs["options"] = self.fields["options"].run_validation({})
@@ -141,7 +177,7 @@ class RunSpecSerializer(StrictSerializer):
 
 
 class BatchSubmitSerializer(StrictSerializer):
-    runs = serializers.ListField(child=serializers.JSONField(), min_length=1)
+    runs = serializers.ListField(child=serializers.JSONField(allow_null=True), min_length=1)
 
     def validate_runs_count(self, specs: list) -> None:
         if len(specs) > settings.BATCH_MAX_RUNS:
@@ -157,6 +193,9 @@ class BatchSubmitSerializer(StrictSerializer):
         # One serializer validates every spec: building DRF's field tree per spec costs ~1 ms each.
         spec_serializer = RunSpecSerializer()
         for index, raw in enumerate(specs):
+            if not isinstance(raw, dict):
+                errors[str(index)] = ["A run spec must be a JSON object."]
+                continue
             try:
                 valid.append(spec_serializer.run_validation(raw))
             except serializers.ValidationError as error:
@@ -250,6 +289,43 @@ class RunFilterSerializer(serializers.Serializer):
     until = serializers.DateTimeField(required=False, help_text="createdAt before this ISO 8601 time")
 
 
+RUNS_PAGE_DEFAULT = 50
+RUNS_PAGE_MAX = 500
+
+
+class RunListParamsSerializer(RunFilterSerializer):
+    """GET /api/runs: the filters, a page size and the cursor of a page this API gave out (in `next`/`previous`).
+    Unknown parameters are refused: a misspelt filter must not silently list everything."""
+
+    limit = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=RUNS_PAGE_MAX,
+        help_text=f"Runs per page, 1 to {RUNS_PAGE_MAX} (default {RUNS_PAGE_DEFAULT}).",
+        error_messages={
+            problem: f"Must be a whole number from 1 to {RUNS_PAGE_MAX}."
+            for problem in ("invalid", "min_value", "max_value", "max_string_length")
+        },
+    )
+    cursor = serializers.CharField(
+        required=False, help_text="The page to read: take it from the `next` or `previous` URL of an answer."
+    )
+
+    def to_internal_value(self, data):
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            hint = {
+                "next": "To page, follow the answer's next URL (its cursor parameter); there is no next parameter.",
+                "page": "Pages are read by cursor: follow the answer's next URL (its cursor parameter).",
+                "offset": "Pages are read by cursor: follow the answer's next URL (its cursor parameter).",
+            }
+            known = ", ".join(self.fields)
+            raise serializers.ValidationError(
+                {name: [hint.get(name, f"Unknown parameter; GET /api/runs takes {known}.")] for name in unknown}
+            )
+        return super().to_internal_value(data)
+
+
 class ExportParamsSerializer(RunFilterSerializer):
     format = serializers.ChoiceField(
         choices=["json", "csv"], error_messages={"required": "Choose format=json or format=csv."}
@@ -267,7 +343,7 @@ class FetchRequestSerializer(StrictSerializer):
     )
     timeoutMs = serializers.IntegerField(min_value=1000, default=30_000)
     waitFor = serializers.CharField(max_length=500, required=False, allow_blank=False)
-    profile = serializers.RegexField(NAME_PATTERN, required=False)
+    profile = name_field("profile", required=False)
     storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
     persist = serializers.BooleanField(default=False, help_text="Also keep it as a fetch run (in history).")
 

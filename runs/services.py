@@ -14,7 +14,7 @@ from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
-from profiles.store import StateFileError, profile_path, resolve_storage_state_path
+from profiles.store import StateFileError, check_storage_state_file, profile_path
 from queries.models import SavedQuery
 from runs import events
 from runs.drift import result_drift
@@ -73,7 +73,7 @@ def network_policy() -> NetworkPolicy:
 
 
 def storage_state_path(spec: dict) -> str | None:
-    """The state file a run starts from; checked again at execution, since files change after submit."""
+    """The state file a run starts from; checked again at execution (like at submit), since files change."""
     if spec.get("profile"):
         path = profile_path(settings.DATA_DIR, spec["profile"])
         if not path.is_file():
@@ -81,7 +81,7 @@ def storage_state_path(spec: dict) -> str | None:
         return str(path)
     if spec.get("storageStatePath"):
         try:
-            return str(resolve_storage_state_path(spec["storageStatePath"], settings.DATA_DIR))
+            return str(check_storage_state_file(spec["storageStatePath"], settings.DATA_DIR))
         except StateFileError as error:
             raise EngineError("invalid_storage_state", str(error)) from None
     return None
@@ -287,14 +287,20 @@ def page_fetch_persisted(*, spec: dict) -> dict:
     """A fetch kept as a run: queued for the workers like any run, answered when it finishes."""
     run = run_submit(spec=spec)
     run = run_wait(run=run, timeout_s=spec["options"]["timeoutMs"] / 1000 + 60)
+    kept = {"runId": str(run.pk)}  # a failure is kept too: its answer says which run holds the trace
     if not run.is_final:
         raise ServiceError(
-            "timeout", f"The run {run.pk} did not finish in time; follow it at /api/runs/{run.pk}.", status_code=504
+            "timeout",
+            f"The run {run.pk} did not finish in time; follow it at /api/runs/{run.pk}.",
+            status_code=504,
+            extra=kept,
         )
     if run.status != Run.Status.SUCCEEDED:
         error = run.error or {"code": "cancelled", "message": "The run was cancelled."}
-        raise ServiceError(error["code"], error["message"], status_code=FETCH_ERROR_STATUS.get(error["code"], 502))
-    return {**run.result, "runId": str(run.pk)}
+        raise ServiceError(
+            error["code"], error["message"], status_code=FETCH_ERROR_STATUS.get(error["code"], 502), extra=kept
+        )
+    return {**run.result, **kept}
 
 
 def web_search(

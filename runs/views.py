@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.core.handlers.asgi import ASGIRequest
 from django.http import FileResponse, StreamingHttpResponse
 from django.utils import timezone
@@ -18,6 +20,8 @@ from rest_framework.views import APIView
 from runs import export, services
 from runs.models import Batch, Run
 from runs.serializers import (
+    RUNS_PAGE_DEFAULT,
+    RUNS_PAGE_MAX,
     BatchCreatedSerializer,
     BatchSerializer,
     BatchSubmitSerializer,
@@ -26,6 +30,7 @@ from runs.serializers import (
     FetchResponseSerializer,
     RunDetailSerializer,
     RunFilterSerializer,
+    RunListParamsSerializer,
     RunSerializer,
     RunSpecSerializer,
     SearchRequestSerializer,
@@ -34,50 +39,58 @@ from runs.serializers import (
 from service.errors import ServiceError
 
 
+def is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
 class NewestFirst(CursorPagination):
+    """Pages by cursor: `limit` (checked by RunListParamsSerializer first) and `cursor`, taken from the
+    answer's `next` and `previous` URLs."""
+
     ordering = "-created_at"
-    page_size = 50
+    page_size = RUNS_PAGE_DEFAULT
     page_size_query_param = "limit"
-    max_page_size = 500
+    max_page_size = RUNS_PAGE_MAX
 
     def decode_cursor(self, request):
         try:
             return super().decode_cursor(request)
         except NotFound:  # DRF answers a mangled cursor with 404; it is bad input
-            raise ServiceError(
-                "invalid_request",
-                "The cursor is not one this API gave out; start again without it.",
-                fields={"cursor": ["Invalid cursor."]},
-            ) from None
+            message = "Not a cursor this API gave out; follow an answer's next URL, or start again without cursor."
+            raise ServiceError("invalid_request", f"cursor: {message}", fields={"cursor": [message]}) from None
 
 
 class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Submit, list, inspect and cancel runs."""
 
     pagination_class = NewestFirst
-    invalid_code = "invalid_spec"
 
     def get_queryset(self):
         runs = Run.objects.with_step_count()
         if self.action == "retrieve":
             return runs.prefetch_related("steps")
         if self.action == "list":
-            filters = RunFilterSerializer(data=self.request.query_params)
-            filters.is_valid(raise_exception=True)
-            runs = runs.filter_by(**filters.validated_data)
+            params = RunListParamsSerializer(data=self.request.query_params)
+            params.is_valid(raise_exception=True)
+            filters = {k: v for k, v in params.validated_data.items() if k not in ("limit", "cursor")}
+            runs = runs.filter_by(**filters)
         return runs
+
+    def get_object(self) -> Run:
+        run = self.get_queryset().filter(pk=self.kwargs["pk"]).first() if is_uuid(self.kwargs["pk"]) else None
+        if run is None:
+            raise ServiceError("not_found", f"There is no run {self.kwargs['pk']}.", status_code=404)
+        self.check_object_permissions(self.request, run)
+        return run
 
     def get_serializer_class(self):
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
-    @extend_schema(
-        parameters=[
-            OpenApiParameter("kind", enum=Run.Kind.values),
-            OpenApiParameter("status", enum=Run.Status.values),
-            OpenApiParameter("query", str),
-            OpenApiParameter("batch", str),
-        ]
-    )
+    @extend_schema(parameters=[RunFilterSerializer])
     def list(self, request: Request, *args, **kwargs) -> Response:
         return super().list(request, *args, **kwargs)
 
@@ -113,7 +126,12 @@ class BatchViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
 
     queryset = Batch.objects.all()
     serializer_class = BatchSerializer
-    invalid_code = "invalid_spec"
+
+    def get_object(self) -> Batch:
+        batch = Batch.objects.filter(pk=self.kwargs["pk"]).first() if is_uuid(self.kwargs["pk"]) else None
+        if batch is None:
+            raise ServiceError("not_found", f"There is no batch {self.kwargs['pk']}.", status_code=404)
+        return batch
 
     @extend_schema(request=BatchSubmitSerializer, responses={201: BatchCreatedSerializer})
     def create(self, request: Request) -> Response:
@@ -151,8 +169,6 @@ class ExportView(APIView):
 class FetchView(APIView):
     """A page as Markdown, now (not kept as a run unless persist is true)."""
 
-    invalid_code = "invalid_request"
-
     @extend_schema(request=FetchRequestSerializer, responses={200: FetchResponseSerializer})
     def post(self, request: Request) -> Response:
         asked = FetchRequestSerializer(data=request.data)
@@ -174,8 +190,6 @@ class FetchView(APIView):
 
 class SearchView(APIView):
     """Web search through SearXNG, optionally with every result's page as Markdown."""
-
-    invalid_code = "invalid_request"
 
     @extend_schema(request=SearchRequestSerializer, responses={200: SearchResponseSerializer})
     def post(self, request: Request) -> Response:

@@ -1,4 +1,12 @@
-"""The one error shape of the API: {"error": {"code", "message", "fields"?}} (DESIGN.md section 4)."""
+"""The one error shape of the API: {"error": {"code", "message", "fields"?}} (DESIGN.md section 4).
+
+One rule for bad input, wherever it comes from: every request is checked before anything is created or queued
+(never after a page loaded). A body that is not JSON is 400 `malformed_json`, a body that is not sent as JSON 415
+`unsupported_media_type`, a body over API_MAX_BODY_BYTES 413 `too_large`; any bad field or query parameter (a URL,
+a name, a schema rule, a storage-state file, a limit or cursor) is 400 `invalid_request` with `fields` naming each
+one by its dotted path (`runs.2.schema.properties.name.x-selector`); an object named in the path that does not
+exist is 404 `not_found`.
+"""
 
 from __future__ import annotations
 
@@ -24,12 +32,14 @@ class ServiceError(exceptions.APIException):
         status_code: int = 400,
         fields: dict | None = None,
         headers: dict[str, str] | None = None,
+        extra: dict[str, Any] | None = None,
     ):
         super().__init__(detail=message, code=code)
         self.status_code = status_code
         self.error_code = code
         self.fields = fields
         self.headers = headers or {}
+        self.extra = extra or {}  # more members of the error object, such as the runId a failure kept
 
 
 _CODES: dict[type[exceptions.APIException], str] = {
@@ -65,10 +75,11 @@ def flatten_fields(detail: Any, prefix: str = "") -> dict[str, list[str]]:
     return fields
 
 
-def error_body(code: str, message: str, fields: dict | None = None) -> dict:
+def error_body(code: str, message: str, fields: dict | None = None, extra: dict | None = None) -> dict:
     error: dict[str, Any] = {"code": code, "message": message}
     if fields:
         error["fields"] = fields
+    error.update(extra or {})
     return {"error": error}
 
 
@@ -77,17 +88,21 @@ def exception_handler(exc: Exception, context: dict) -> Response | None:
     if response is None:
         return None
     if isinstance(exc, ServiceError):
-        body = error_body(exc.error_code, str(exc.detail), exc.fields)
+        body = error_body(exc.error_code, str(exc.detail), exc.fields, exc.extra)
         for name, value in exc.headers.items():
             response[name] = value
     elif isinstance(exc, exceptions.ValidationError):
         fields = flatten_fields(exc.detail)
-        code = getattr(context.get("view"), "invalid_code", "invalid_request")
         first = next(iter(fields.items()))
         message = f"{first[0]}: {first[1][0]}" if first[0] != "request" else first[1][0]
-        body = error_body(code, message, fields)
+        body = error_body("invalid_request", message, fields)
     elif isinstance(exc, Http404):
         body = error_body("not_found", "Not found.")
+    elif isinstance(exc, exceptions.UnsupportedMediaType):
+        body = error_body(
+            "unsupported_media_type",
+            f"{exc.detail} Send the body as JSON with the header Content-Type: application/json.",
+        )
     else:
         code = next((c for cls, c in _CODES.items() if isinstance(exc, cls)), "error")
         detail = exc.detail if isinstance(exc, exceptions.APIException) else str(exc)

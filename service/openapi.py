@@ -18,12 +18,20 @@ ERROR_SCHEMA = {
             "type": "object",
             "required": ["code", "message"],
             "properties": {
-                "code": {"type": "string", "description": "Stable, machine-readable: invalid_spec, not_found, …"},
+                "code": {
+                    "type": "string",
+                    "description": "Stable, machine-readable: invalid_request, not_found, … (the README lists them).",
+                },
                 "message": {"type": "string", "description": "One sentence for a person."},
                 "fields": {
                     "type": "object",
                     "additionalProperties": {"type": "array", "items": {"type": "string"}},
                     "description": "Per field (dotted names), what is wrong with it.",
+                },
+                "runId": {
+                    "type": "string",
+                    "format": "uuid",
+                    "description": "POST /api/fetch with persist: true: the run that was kept, failed as it is.",
                 },
             },
         }
@@ -31,13 +39,13 @@ ERROR_SCHEMA = {
 }
 
 DESCRIPTIONS = {
-    "400": "Bad input; `fields` names each problem.",
+    "400": "Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path.",
     "401": "No API key, or a key that is not valid (or revoked).",
     "403": "A playground session write without its CSRF token, or a refused origin.",
     "404": "No such object.",
     "409": "Conflicts with the current state (a taken name, a finished run).",
     "413": "The request body is larger than API_MAX_BODY_BYTES.",
-    "415": "The body is not JSON.",
+    "415": "The body was not sent as JSON (Content-Type: application/json).",
     "429": "Over the key's rate limit or the queue is full; see Retry-After.",
     "502": "The page or the search backend failed (DNS, refused, HTTP error, not HTML).",
     "503": "A needed backend is not configured (e.g. SEARXNG_URL).",

@@ -1,10 +1,25 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from rest_framework import serializers
+
+from profiles.store import NAME_PATTERN, NAME_RULE
+
+
+def name_field(what: str, **kwargs) -> serializers.RegexField:
+    """A profile, credential or saved-query name; a bad one is told the rule, wherever it is given."""
+    return serializers.RegexField(NAME_PATTERN, error_messages={"invalid": f"A {what} name is {NAME_RULE}."}, **kwargs)
 
 
 class StrictSerializer(serializers.Serializer):
     """Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored."""
+
+    def run_validation(self, data=serializers.empty):
+        # A request body of null, a list or a string: one sentence instead of DRF's non_field_errors.
+        if self.parent is None and data is not serializers.empty and not isinstance(data, Mapping):
+            raise serializers.ValidationError({"request": ["The body must be a JSON object."]})
+        return super().run_validation(data)
 
     def to_internal_value(self, data):
         if isinstance(data, dict):

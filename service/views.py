@@ -125,7 +125,6 @@ class SessionView(APIView):
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
-    invalid_code = "invalid_request"
 
     @extend_schema(responses=SessionSerializer)
     def get(self, request: Request) -> Response:

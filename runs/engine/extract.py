@@ -15,7 +15,7 @@ from typing import Any
 from jsonschema import validators
 
 from runs.engine.browser import Browser
-from runs.engine.extract_rules import RuleError, extract_by_rules, is_rule_schema
+from runs.engine.extract_rules import RuleError, extract_by_rules, is_rule_schema, rule_problems
 from runs.engine.fetch import load, snapshot_markdown
 from runs.engine.models import DeadlinePassed, Model
 from runs.engine.spec import EngineError, FetchSpec, Recorder
@@ -90,6 +90,11 @@ def _out_of_time(spec: ExtractSpec) -> EngineError:
 def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Model | None) -> ExtractResult:
     """timeoutMs bounds the whole of it: the page load, and every model request gets at most the time left."""
     deadline = time.monotonic() + spec.page.options.timeout_ms / 1000
+    # The API refuses such schemas at submit; a run queued before that check existed still fails before loading.
+    problems = rule_problems(spec.schema)
+    if problems:
+        path, problem = next(iter(problems.items()))
+        raise EngineError("invalid_schema", f"schema.{path}: {problem}")
     loaded = load(spec.page, recorder, browser)
     if is_rule_schema(spec.schema):
         started = time.monotonic()

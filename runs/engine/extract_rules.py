@@ -8,7 +8,8 @@ A leaf field carries either
               from the nearest object above that names one, else the first item found).
 A leaf may add "x-fallback": a list of such rules, tried in order when the first finds nothing.
 An array field with "x-selector" yields one item per match; its item schema's selectors are relative to it.
-Deterministic and free: no model is called.
+Deterministic and free: no model is called. rule_problems() checks every rule of a schema before any page is
+loaded (the API calls it at submit), so a run never fails on a rule after its page loaded.
 """
 
 from __future__ import annotations
@@ -25,8 +26,92 @@ _SCHEMA_ORG = re.compile(r"^https?://schema\.org/", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d.,\s]*")
 
 
+# The keys one rule (a field, or an entry of x-fallback) may carry.
+RULE_KEYS = ("x-selector", "x-attr", "x-source", "x-property", "x-type")
+
+
 class RuleError(ValueError):
     """A schema whose rules cannot be applied (bad selector, unknown source)."""
+
+
+def selector_problem(selector: object) -> str | None:
+    """Why a value is not a CSS selector this engine can apply (the same parser the extraction uses), or None."""
+    if not isinstance(selector, str) or not selector.strip():
+        return "Must be a CSS selector (a non-empty string)."
+    try:
+        CSSSelector(selector)
+    except SelectorError as error:
+        return f"{selector!r} is not a CSS selector this service can apply: {str(error).rstrip('.')}."
+    return None
+
+
+def _rule_problems(rule: dict, path: str, *, in_fallback: bool) -> dict[str, str]:
+    problems: dict[str, str] = {}
+
+    def at(key: str) -> str:
+        return f"{path}.{key}" if path else key
+
+    if "x-selector" in rule:
+        problem = selector_problem(rule["x-selector"])
+        if problem:
+            problems[at("x-selector")] = problem
+    for key in ("x-attr", "x-type"):
+        if key in rule and (not isinstance(rule[key], str) or not rule[key].strip()):
+            what = "an attribute name" if key == "x-attr" else "a schema.org type such as Product"
+            problems[at(key)] = f"Must be {what} (a non-empty string)."
+    if "x-source" in rule and rule["x-source"] not in SOURCES:
+        problems[at("x-source")] = f"Must be one of {', '.join(SOURCES)}, not {rule['x-source']!r}."
+    if "x-property" in rule:
+        paths = rule["x-property"]
+        listed = paths if isinstance(paths, list) else [paths]
+        if not listed or not all(isinstance(item, str) and item.strip() for item in listed):
+            problems[at("x-property")] = (
+                "Must be a schema.org path such as offers.price, or a non-empty list of them tried in order."
+            )
+        elif "x-source" not in rule:
+            problems[at("x-property")] = "Applies only with x-source (jsonld, microdata or structured)."
+    if in_fallback:
+        if "x-selector" not in rule and "x-source" not in rule:
+            problems[path] = "Each x-fallback entry needs x-selector or x-source."
+        unknown = sorted(key for key in rule if key not in RULE_KEYS)
+        if unknown:
+            problems[path] = f"An x-fallback entry takes only {', '.join(RULE_KEYS)}; not {', '.join(unknown)}."
+    elif "x-fallback" in rule:
+        fallbacks = rule["x-fallback"]
+        if not isinstance(fallbacks, list) or not fallbacks:
+            problems[at("x-fallback")] = "Must be a non-empty list of rules (objects with x-selector or x-source)."
+        else:
+            for index, entry in enumerate(fallbacks):
+                entry_path = at(f"x-fallback.{index}")
+                if not isinstance(entry, dict):
+                    problems[entry_path] = "Must be an object with x-selector or x-source."
+                else:
+                    problems.update(_rule_problems(entry, entry_path, in_fallback=True))
+    return problems
+
+
+def rule_problems(schema: object) -> dict[str, str]:
+    """Every extraction rule in the schema that could not be applied, by its dotted path inside the schema
+    ("properties.price.x-fallback.0.x-selector"; the root's own rules by their key alone). Empty when all are fine.
+
+    Walks the parts the extraction reads: properties of objects and items of arrays.
+    """
+    problems: dict[str, str] = {}
+
+    def walk(node: object, path: str) -> None:
+        if not isinstance(node, dict):
+            return
+        problems.update(_rule_problems(node, path, in_fallback=False))
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            for name, child in properties.items():
+                walk(child, f"{path}.properties.{name}" if path else f"properties.{name}")
+        items = node.get("items")
+        if isinstance(items, dict):
+            walk(items, f"{path}.items" if path else "items")
+
+    walk(schema, "")
+    return problems
 
 
 def is_rule_schema(schema: dict) -> bool:

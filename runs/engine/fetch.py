@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import functools
+import logging
+import re
 import time
 from collections.abc import Callable
 
@@ -16,6 +18,8 @@ from runs.engine.http_fetch import http_load, is_js_shell
 from runs.engine.markdown import to_markdown
 from runs.engine.netguard import REFUSED_HEADER, network_guard
 from runs.engine.spec import EngineError, FetchResult, FetchSpec, LoadedPage, Recorder, checked_url
+
+log = logging.getLogger(__name__)
 
 # Waits are cut into slices so a cancel or a lost lease is noticed within about this long.
 SLICE_MS = 250
@@ -90,7 +94,9 @@ _NET_ERRORS = {
     "ERR_TOO_MANY_REDIRECTS": ("too_many_redirects", "The page redirected too many times."),
     "ERR_ABORTED": ("not_html", "The URL did not lead to a page (it is probably a download)."),
     "Download is starting": ("not_html", "The URL is a download, not an HTML page."),
+    "ERR_UNSAFE_PORT": ("navigation_error", "The browser does not connect to this port: Chromium blocks it as unsafe."),
 }
+_NET_ERROR_NAME = re.compile(r"net::(ERR_[A-Z0-9_]+)")
 
 
 def _deadline_left(deadline: float) -> float:
@@ -102,12 +108,17 @@ def _timeout_error(spec: FetchSpec, what: str) -> EngineError:
 
 
 def _navigation_error(error: PlaywrightError) -> EngineError:
+    """A documented code and a sentence for the user; Playwright's own text ("Protocol error (Page.navigate)…")
+    goes to the log only. Chromium's net error name is kept: it is what a user can look up."""
     text = str(error)
     for marker, (code, message) in _NET_ERRORS.items():
         if marker in text:
             return EngineError(code, message)
-    first_line = text.strip().splitlines()[0] if text.strip() else "unknown error"
-    return EngineError("navigation_error", f"The page could not be loaded: {first_line}")
+    net_error = _NET_ERROR_NAME.search(text)
+    if net_error:
+        return EngineError("navigation_error", f"The page could not be loaded (the browser reported {net_error[1]}).")
+    log.warning("navigation failed: %s", text.strip().splitlines()[0] if text.strip() else "no message")
+    return EngineError("navigation_error", "The browser could not load the page.")
 
 
 def _refusal(spec: FetchSpec, since: float) -> EngineError | None:

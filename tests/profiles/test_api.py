@@ -68,7 +68,7 @@ def test_existing_name_is_409_unless_overwrite(api):
 def test_bad_names_are_400_and_no_file_is_touched(api, data_dir, name):
     response = post_import(api, {"name": name, "state": STATE})
     assert response.status_code == 400
-    assert response.json()["error"]["code"] == "invalid_profile"
+    assert response.json()["error"]["code"] == "invalid_request"
     assert "name" in response.json()["error"]["fields"]
     assert list((data_dir / "profiles").iterdir()) == []
 
@@ -86,7 +86,7 @@ def test_a_cookie_expiring_past_the_year_9999_is_400_and_stored_files_cannot_bre
     far = {"cookies": [{"name": "sid", "value": CANARY, "domain": "shop.test", "expires": 1e300}]}
     response = post_import(api, {"name": "far", "state": far})
     assert response.status_code == 400
-    assert response.json()["error"]["code"] == "invalid_profile"
+    assert response.json()["error"]["code"] == "invalid_request"
     assert not (data_dir / "profiles" / "far.json").exists()
     # A file written before that check (or by hand) is listed, not a 500 for every later call.
     (data_dir / "profiles" / "far.json").write_text(json.dumps(far))

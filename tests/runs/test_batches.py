@@ -64,7 +64,7 @@ def test_one_bad_spec_names_its_index_and_nothing_is_created(api):
     )
     assert response.status_code == 400
     error = response.json()["error"]
-    assert error["code"] == "invalid_spec"
+    assert error["code"] == "invalid_request"
     assert set(error["fields"]) == {"runs.1.url", "runs.3.schema"}
     assert error["fields"]["runs.1.url"] == ["Only http:// and https:// URLs can be fetched."]
     assert error["message"] == "runs.1.url: Only http:// and https:// URLs can be fetched."
@@ -109,5 +109,7 @@ def test_malformed_batches_are_400(api, body, field):
 def test_unknown_batch_is_404_with_the_error_shape(api):
     response = api.get("/api/batches/5b0e6a4c-31c4-4c1a-9a34-9e1f6e2b5d10")
     assert response.status_code == 404
-    assert response.json() == {"error": {"code": "not_found", "message": "Not found."}}
+    assert response.json() == {
+        "error": {"code": "not_found", "message": "There is no batch 5b0e6a4c-31c4-4c1a-9a34-9e1f6e2b5d10."}
+    }
     assert api.get("/api/batches/not-a-uuid").status_code == 404

@@ -59,7 +59,7 @@ def test_history_filters_by_kind_status_query_and_batch(api):
 def test_bad_filters_are_400(api, query):
     response = api.get(f"/api/runs?{query}")
     assert response.status_code == 400
-    assert response.json()["error"]["code"] == "invalid_spec"
+    assert response.json()["error"]["code"] == "invalid_request"
 
 
 def test_detail_has_the_complete_trace(api):

@@ -92,7 +92,7 @@ def error(response) -> dict:
 def test_bad_specs_are_400_with_the_field_named(api, body, field):
     response = post(api, body)
     assert response.status_code == 400, response.content
-    assert error(response)["code"] == "invalid_spec"
+    assert error(response)["code"] == "invalid_request"
     assert field in error(response)["fields"]
     assert error(response)["message"]
     assert Run.objects.count() == 0 and OrmQ.objects.count() == 0
@@ -112,7 +112,7 @@ def test_profile_and_storage_state_path_together_are_refused(api, data_dir):
 
 def test_storage_state_path_must_be_private_and_inside_the_data_dir(api, data_dir, tmp_path_factory):
     state = data_dir / "state.json"
-    state.write_text('{"cookies": [{"name": "sid", "value": "s3cret-cookie"}]}')
+    state.write_text('{"cookies": [{"name": "sid", "value": "s3cret-cookie", "domain": "example.com"}]}')
     os.chmod(state, 0o644)
     loose = post(api, {"kind": "fetch", "url": "https://example.com", "storageStatePath": "state.json"})
     assert loose.status_code == 400
@@ -149,7 +149,7 @@ def test_malformed_json_is_400(api):
 def test_a_json_array_is_400_not_a_crash(api):
     response = post(api, "[1, 2]")
     assert response.status_code == 400
-    assert error(response)["code"] == "invalid_spec"
+    assert error(response)["code"] == "invalid_request"
 
 
 def test_wrong_content_type_is_415(api):

@@ -371,7 +371,7 @@ def test_api_errors_read_as_sentences(ui, site):
 
     ui.expect_console_error("404")
     ui.goto("/runs/00000000-0000-4000-8000-000000000000")
-    expect(page.get_by_role("alert")).to_have_text("Not found.")
+    expect(page.get_by_role("alert")).to_have_text("There is no run 00000000-0000-4000-8000-000000000000.")
     ui.goto("/no/such/screen")
     expect(page.get_by_text("There is no page here.")).to_be_visible()
 

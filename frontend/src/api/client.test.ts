@@ -12,7 +12,7 @@ describe("the API client", () => {
     const response = new Response(
       JSON.stringify({
         error: {
-          code: "invalid_spec",
+          code: "invalid_request",
           message: "url: Only http:// and https:// URLs can be fetched.",
           fields: { url: ["Only http:// and https:// URLs can be fetched."] },
         },
@@ -20,7 +20,7 @@ describe("the API client", () => {
       { status: 400, headers: { "Content-Type": "application/json" } },
     );
     const error = await errorFromResponse(response);
-    expect(error.code).toBe("invalid_spec");
+    expect(error.code).toBe("invalid_request");
     expect(error.message).toBe("url: Only http:// and https:// URLs can be fetched.");
     expect(error.field("url")).toBe("Only http:// and https:// URLs can be fetched.");
   });
@@ -37,7 +37,7 @@ describe("the API client", () => {
   });
 
   it("finds nested field errors", () => {
-    const error = new ApiError(400, "invalid_spec", "x", { "options.timeoutMs": ["At most 300000."] });
+    const error = new ApiError(400, "invalid_request", "x", { "options.timeoutMs": ["At most 300000."] });
     expect(error.field("options.timeoutMs")).toBe("At most 300000.");
     expect(error.field("options")).toBe("timeoutMs: At most 300000.");
   });

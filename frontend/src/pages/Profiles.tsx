@@ -64,7 +64,7 @@ function ImportForm({ onImported }: { onImported(profile: Profile): void }) {
       return;
     }
     if (!NAME.test(name)) {
-      setError(new ApiError(400, "invalid_profile", "Enter a profile name.", { name: ["Enter a profile name."] }));
+      setError(new ApiError(400, "invalid_request", "Enter a profile name.", { name: ["Enter a profile name."] }));
       return;
     }
     let state: unknown;
