@@ -21,7 +21,12 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
         server: ScriptedModelServer = self.server.owner
         server.requests.append(
-            {"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}, "body": body}
+            {
+                "path": self.path,
+                "headers": {k.lower(): v for k, v in self.headers.items()},
+                "body": body,
+                "at": time.time(),  # when it arrived (wall clock, to compare with a run's startedAt)
+            }
         )
         status, payload = server.answer(self.path, body)
         data = json.dumps(payload).encode()

@@ -104,6 +104,25 @@ PRODUCT_PAGE = """<!doctype html><html><head><title>Trail shoe</title>
 </main></body></html>"""
 
 
+# The agent's select, press and back tools act on this page: the page writes what happened into its own text.
+CONTROLS_PAGE = """<!doctype html><html><head><title>Controls</title></head><body><main>
+<h1>Order options</h1>
+<label>Colour <select id="colour" name="colour">
+<option value="red">Red</option><option value="green">Green</option><option value="blue">Blue</option>
+</select></label>
+<p id="chosen">Chosen: none</p>
+<p id="pressed">Pressed: none</p>
+<a href="/page/7">Seventh page</a>
+<script>
+document.getElementById('colour').addEventListener('change', event => {
+  document.getElementById('chosen').textContent = 'Chosen: ' + event.target.value;
+});
+document.addEventListener('keydown', event => {
+  document.getElementById('pressed').textContent = 'Pressed: ' + event.key;
+});
+</script></main></body></html>"""
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -158,6 +177,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(200, MEMBERS_PAGE.format(user=user))
         elif path == "/product":
             self._send(200, PRODUCT_PAGE)
+        elif path == "/controls":
+            self._send(200, CONTROLS_PAGE)
         elif path == "/app":
             self._send(200, APP_PAGE)
         elif path == "/js":

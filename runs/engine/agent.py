@@ -26,6 +26,7 @@ from runs.engine.extract_rules import extract_by_rules, is_rule_schema
 from runs.engine.fetch import _TRACK_PENDING_JS, _navigation_error, capture_screenshot
 from runs.engine.markdown import to_markdown
 from runs.engine.models import DeadlinePassed, Model, ToolSpec
+from runs.engine.netguard import REFUSED_HEADER, network_guard
 from runs.engine.spec import Credential, EngineError, FetchSpec, Recorder, checked_url
 
 TEXT_LIMIT = 4000
@@ -200,7 +201,17 @@ class _ActionError(Exception):
 
 
 def _observe(page: Page, secrets: _Secrets) -> str:
-    seen = page.evaluate(_OBSERVE_JS, ELEMENT_LIMIT)
+    for attempt in range(3):
+        try:
+            seen = page.evaluate(_OBSERVE_JS, ELEMENT_LIMIT)
+            break
+        except PlaywrightError as error:
+            # A navigation still under way (a failed one turns into Chromium's error page a moment later)
+            # replaces the document under the script: read the page again once it has loaded.
+            if "Execution context was destroyed" not in str(error) or attempt == 2:
+                raise
+            with contextlib.suppress(PlaywrightTimeout):
+                page.wait_for_load_state("load", timeout=ACTION_WAIT_MS)
     secrets.password_field_visible = bool(seen["secret"])
     text = " ".join(seen["text"].split())[:TEXT_LIMIT]
     observation = (
@@ -231,6 +242,41 @@ def _by_ref(page: Page, arguments: dict):
     return locator.first
 
 
+def _refusal(spec: AgentSpec, since: float) -> tuple[str, str] | None:
+    """(code, reason) of the network guard's refusal of a connection since `since` (time.monotonic()): url_not_allowed,
+    or dns_error for a name that does not resolve."""
+    if not spec.page.network.enforced:
+        return None
+    return network_guard(spec.page.network).refusal_since(since)
+
+
+def _refusal_reason(spec: AgentSpec, since: float, error: PlaywrightError | None = None) -> str | None:
+    """Why the guard refused a navigation; for a browser error, only when it is a network error (an https
+    navigation the guard refused fails in Chromium as a bare ERR_TUNNEL_CONNECTION_FAILED)."""
+    if error is not None and "net::ERR_" not in str(error):
+        return None
+    refusal = _refusal(spec, since)
+    return refusal[1] if refusal else None
+
+
+class _RefusedNavigations:
+    """Notices a main-frame navigation the network guard refused (a goto, a link, a redirect to a private address):
+    for plain http the guard's refusal arrives as an ordinary 403 page that Chromium would show as the page."""
+
+    def __init__(self, page: Page):
+        self.page = page
+        self.seen = False
+        page.on("response", self._on_response)
+
+    def _on_response(self, response) -> None:
+        if (
+            response.frame == self.page.main_frame
+            and response.request.is_navigation_request()
+            and REFUSED_HEADER.lower() in response.headers
+        ):
+            self.seen = True
+
+
 def _describe(name: str, arguments: dict) -> str:
     shown = {k: v for k, v in arguments.items() if k != "output"}
     return f"{name} {json.dumps(shown, ensure_ascii=False)}" if shown else name
@@ -253,13 +299,19 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
     try:
         page = context.new_page()
         page.add_init_script(_TRACK_PENDING_JS)
+        refused = _RefusedNavigations(page)
         started = time.monotonic()
         try:
             page.goto(spec.page.url, wait_until="load", timeout=spec.page.options.timeout_ms)
         except PlaywrightTimeout:
             raise failed("timeout", "The start page did not load within timeoutMs.") from None
         except PlaywrightError as error:
-            raise _navigation_error(error) from None
+            refusal = _refusal(spec, started) if "net::ERR_" in str(error) else None
+            raise failed(*refusal) if refusal else _navigation_error(error) from None
+        if refused.seen:  # the start URL led to a refused address: the run's URL is refused, as for fetch
+            raise failed(
+                *(_refusal(spec, started) or ("url_not_allowed", "The page led to an address that is refused."))
+            )
         observation = _observe(page, secrets)
         recorder.step(
             action=f"goto {json.dumps({'url': spec.page.url})}",
@@ -306,9 +358,13 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
                     action="fail", url=secrets.scrub(page.url), observation=reason, screenshot=None, duration_ms=0
                 )
                 raise failed("agent_failed", f"The agent gave up: {reason}")
+            refused.seen = False
             try:
                 note = _act(page, name, arguments, secrets, spec, deadline)
                 _settle(page, deadline)
+                if refused.seen:
+                    # The model is told, as for any failed action, and may try another way; the run goes on.
+                    raise _ActionError(_refusal_reason(spec, started) or "the page led to an address that is refused")
                 observation = _observe(page, secrets)
                 if note:
                     observation = f"{note}\n\n{observation}"
@@ -318,8 +374,9 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
                 observation = f"The action failed: {error}\n\n{_observe(page, secrets)}"
             except PlaywrightError as error:
                 first_line = str(error).strip().splitlines()[0] if str(error).strip() else "unknown error"
-                outcome = f"error: {secrets.scrub(first_line)}"
-                observation = f"The action failed: {secrets.scrub(first_line)}\n\n{_observe(page, secrets)}"
+                reason = secrets.scrub(_refusal_reason(spec, started, error) or first_line)
+                outcome = f"error: {reason}"
+                observation = f"The action failed: {reason}\n\n{_observe(page, secrets)}"
             described = secrets.scrub(_describe(name or "(no tool call)", arguments))
             history.append(f"{len(history) + 1}. {described} -> {outcome}")
             recorder.step(

@@ -10,7 +10,9 @@ sub-request of a page) is runs/engine/netguard.py, which connects only to addres
 from __future__ import annotations
 
 import ipaddress
+import os
 import socket
+import struct
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -101,10 +103,13 @@ def is_public(address: IPAddress) -> bool:
 @dataclass(frozen=True)
 class NetworkPolicy:
     """allow_private: reach everything (tests, trusted intranets). allowlist: private destinations that stay
-    reachable anyway, as "10.0.0.5", "10.0.0.0/8" or either with ":port" ("127.0.0.1:8080", "[::1]:8080")."""
+    reachable anyway, as "10.0.0.5", "10.0.0.0/8" or either with ":port" ("127.0.0.1:8080", "[::1]:8080").
+    nameservers: DNS servers ("10.0.0.2", "127.0.0.1:5353") that answer the guard's lookups instead of the
+    system's resolver (a filtering resolver, a split-horizon DNS); tried in order."""
 
     allow_private: bool = False
     allowlist: tuple[str, ...] = ()
+    nameservers: tuple[str, ...] = ()
 
     @property
     def enforced(self) -> bool:
@@ -127,11 +132,7 @@ class NetworkPolicy:
         elif _is_localhost_name(host):  # browsers resolve these to loopback without asking DNS
             addresses = [ipaddress.IPv4Address("127.0.0.1")]
         else:
-            try:
-                infos = socket.getaddrinfo(host.rstrip("."), port, type=socket.SOCK_STREAM)
-            except (socket.gaierror, UnicodeError):
-                raise Refused(f"The host name {host} could not be resolved.", "dns_error") from None
-            addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+            addresses = self.resolve(host)
         for address in addresses:
             if not self.permits(address, port):
                 where = "is" if literal is not None else f"resolves to {address}, which is"
@@ -140,6 +141,21 @@ class NetworkPolicy:
                     "set ALLOW_PRIVATE_NETWORKS=true or list it in NETWORK_ALLOWLIST to reach it."
                 )
         return str(addresses[0])
+
+    def resolve(self, host: str) -> list[IPAddress]:
+        """Every address a DNS name stands for, from the configured nameservers or the system's resolver."""
+        name = host.rstrip(".")
+        try:
+            if self.nameservers:
+                addresses = dns_lookup(name, self.nameservers)
+            else:
+                infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
+                addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
+        except (OSError, UnicodeError, ValueError):
+            addresses = []
+        if not addresses:
+            raise Refused(f"The host name {host} could not be resolved.", "dns_error")
+        return addresses
 
     def check_url(self, url: str) -> None:
         """Refuse, before any connection, a URL whose scheme or host the policy forbids (Refused)."""
@@ -156,6 +172,75 @@ class NetworkPolicy:
         except ValueError:
             raise Refused("The URL's port is not a number between 0 and 65535.") from None
         self.connect_address(host, port)
+
+
+DNS_TIMEOUT_S = 3.0
+_A, _AAAA, _IN = 1, 28, 1
+
+
+def dns_lookup(name: str, nameservers: tuple[str, ...]) -> list[IPAddress]:
+    """The A and AAAA records of a name, asked of the first nameserver that answers (plain DNS over UDP,
+    RFC 1035; the nameserver does the recursion). Empty when the name does not exist or has no address."""
+    labels = [label.encode("idna") for label in name.split(".") if label]
+    if not labels or any(len(label) > 63 for label in labels):
+        return []
+    question = b"".join(bytes([len(label)]) + label for label in labels) + b"\0"
+    last_error: OSError | None = None
+    for server in nameservers:
+        network, port = parse_allowlist_entry(server)
+        address = str(network.network_address)
+        try:
+            return [found for kind in (_A, _AAAA) for found in _ask(address, port or 53, question, kind)]
+        except OSError as error:  # no answer (timeout, unreachable, truncated): the next nameserver
+            last_error = error
+    raise last_error or OSError("no nameserver")
+
+
+def _ask(server: str, port: int, question: bytes, kind: int) -> list[IPAddress]:
+    query_id = int.from_bytes(os.urandom(2), "big")
+    # Header: id, flags (recursion desired), one question; then the question with its type and class IN.
+    query = struct.pack("!HHHHHH", query_id, 0x0100, 1, 0, 0, 0) + question + struct.pack("!HH", kind, _IN)
+    family = socket.AF_INET6 if ":" in server else socket.AF_INET
+    with socket.socket(family, socket.SOCK_DGRAM) as udp:
+        udp.settimeout(DNS_TIMEOUT_S)
+        udp.sendto(query, (server, port))
+        while True:
+            reply, _ = udp.recvfrom(4096)
+            if len(reply) >= 12 and struct.unpack("!H", reply[:2])[0] == query_id:
+                break  # anything else is a stray or spoofed datagram
+    flags, questions, answers = struct.unpack("!HHH", reply[2:8])
+    if flags & 0x0200:
+        raise OSError("the DNS answer was truncated")
+    if flags & 0x000F:  # NXDOMAIN, SERVFAIL, REFUSED...: no addresses
+        return []
+    offset = 12
+    for _ in range(questions):
+        offset = _skip_name(reply, offset) + 4
+    found: list[IPAddress] = []
+    for _ in range(answers):
+        offset = _skip_name(reply, offset)
+        record_type, record_class, _ttl, length = struct.unpack("!HHIH", reply[offset : offset + 10])
+        data = reply[offset + 10 : offset + 10 + length]
+        offset += 10 + length
+        # CNAME records come first in a resolver's answer; the addresses they lead to follow.
+        if record_class == _IN and record_type == kind == _A and length == 4:
+            found.append(ipaddress.IPv4Address(data))
+        elif record_class == _IN and record_type == kind == _AAAA and length == 16:
+            found.append(ipaddress.IPv6Address(data))
+    return found
+
+
+def _skip_name(message: bytes, offset: int) -> int:
+    """The offset just past a (possibly compressed) domain name."""
+    while True:
+        if offset >= len(message):
+            raise OSError("malformed DNS answer")
+        length = message[offset]
+        if length & 0xC0 == 0xC0:
+            return offset + 2
+        if length == 0:
+            return offset + 1
+        offset += 1 + length
 
 
 def _is_localhost_name(host: str) -> bool:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from tests.fake_searxng import FakeSearxng
+from tests.site import numbered_page
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -86,6 +90,80 @@ def test_fetch_true_adds_each_pages_markdown_or_why_not(api, site, settings):
     assert "Rendered headline" in shell["markdown"]  # auto escalated the JS shell to the browser
     assert missing["error"] == {"code": "http_error", "message": "The page answered HTTP 404."}
     assert "markdown" not in missing
+
+
+# README: `"fetch": true` fetches every result as Markdown "(four at a time)".
+FETCHED_AT_ONCE = 4
+
+
+class ConcurrencySite:
+    """A loopback site that counts the page requests in flight. Each request waits (up to WAIT_S) until
+    FETCHED_AT_ONCE requests are in flight together (or every expected request has come), then stays in flight HOLD_S
+    longer, so a fifth concurrent request would be seen overlapping them and fewer than four would show as a lower
+    peak."""
+
+    WAIT_S, HOLD_S = 3.0, 0.3
+
+    def __init__(self, expected: int) -> None:
+        self.in_flight = self.peak = 0
+        self.paths: list[str] = []
+        changed = self.changed = threading.Condition()
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                with changed:
+                    owner.paths.append(self.path)
+                    owner.in_flight += 1
+                    owner.peak = max(owner.peak, owner.in_flight)
+                    changed.notify_all()
+                    changed.wait_for(
+                        lambda: owner.in_flight >= FETCHED_AT_ONCE or len(owner.paths) == expected,
+                        timeout=owner.WAIT_S,
+                    )
+                time.sleep(owner.HOLD_S)
+                with changed:
+                    owner.in_flight -= 1
+                body = numbered_page(int(self.path.rsplit("/", 1)[1])).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_fetch_true_fetches_four_pages_at_a_time(api, settings):
+    site = ConcurrencySite(expected=6)
+    results = [{"url": site.url(f"/page/{n}"), "title": f"Page {n}", "engine": "brave"} for n in range(1, 7)]
+    try:
+        with FakeSearxng(results=results) as fake:
+            settings.SEARXNG_URL = fake.base_url
+            response = post(api, {"query": "pages", "fetch": True})
+    finally:
+        site.close()
+    assert response.status_code == 200, response.content
+    assert sorted(site.paths) == [f"/page/{n}" for n in range(1, 7)]
+    assert site.peak == FETCHED_AT_ONCE
+    found = response.json()["results"]
+    assert [result["url"] for result in found] == [result["url"] for result in results]  # SearXNG's order kept
+    for n, result in enumerate(found, start=1):
+        assert result["markdown"].startswith(f"# Page {n}\n"), result
 
 
 def test_fetched_results_obey_the_network_policy(api, site, settings):

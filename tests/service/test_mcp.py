@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from tests.fake_models import FakeOpenAI
 from tests.fake_searxng import FakeSearxng
 from tests.live import KEY, ROOT, LiveService
 
@@ -34,8 +35,21 @@ TOOLS = {"run_saved_query", "list_saved_queries", "get_run", "fetch_markdown", "
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory, site):
-    live = LiveService(tmp_path_factory.mktemp("mcp")).start()
+def model():
+    """The service's model (for start_agent): a scripted OpenAI-compatible server; each test sets its answers."""
+    with FakeOpenAI([]) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory, site, model):
+    live = LiveService(
+        tmp_path_factory.mktemp("mcp"),
+        MODEL_PROVIDER="openai",
+        MODEL_NAME="scripted",
+        OPENAI_BASE_URL=model.base_url + "/v1",
+        OPENAI_API_KEY="sk-test",
+    ).start()
     created = live.post(
         "/api/queries",
         {"name": "product", "url": site.url("/product"), "schema": SCHEMA, "instruction": "The name and price."},
@@ -238,7 +252,8 @@ def test_the_other_tools_over_stdio(service, site):
 
 def test_failures_come_back_as_tool_errors_with_the_services_message(service, site):
     async def session() -> None:
-        async with over_stdio(service) as client:
+        # This server process has no model (the service's workers do): start_agent is refused at submit.
+        async with over_stdio(service, MODEL_PROVIDER="") as client:
 
             async def error_text(tool: str, arguments: dict) -> str:
                 result = await client.call_tool(tool, arguments)
@@ -287,5 +302,51 @@ def test_failures_come_back_as_tool_errors_with_the_services_message(service, si
 
             with pytest.raises(MCPError, match="no tool named 'nope'"):
                 await client.call_tool("nope", {})
+
+    run_async(session)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_start_agent_queues_an_agent_run_that_the_workers_carry_to_its_output(service, site, model, transport):
+    model.answers[:] = [
+        {"tool": "select", "args": {"ref": 1, "value": "green"}},
+        {"tool": "done", "args": {"output": {"colour": "green"}}},
+    ]
+    model.requests.clear()
+
+    async def session() -> None:
+        opened = over_stdio(service) if transport == "stdio" else over_http(service)
+        async with opened as client:
+            started = await client.call_tool(
+                "start_agent",
+                {"url": site.url("/controls"), "goal": "Choose the green colour.", "maxSteps": 5},
+            )
+            assert not started.is_error, started.content
+            run_id = started.meta["runId"]
+            assert started.structured_content == {"runId": run_id, "status": "queued"}
+            assert [block.text for block in started.content] == [
+                json.dumps({"runId": run_id, "status": "queued"}),
+                f"Agent run {run_id} is queued; follow it with get_run.",
+            ]
+            run = service.wait(run_id)
+            followed = await client.call_tool("get_run", {"runId": run_id})
+            assert not followed.is_error, followed.content
+            assert followed.structured_content == run
+            assert (run["status"], run["result"], run["error"]) == ("succeeded", {"colour": "green"}, None)
+            # The spec as submitted (the service fills in the other options' defaults).
+            spec = run["spec"]
+            assert (spec["kind"], spec["url"], spec["goal"]) == (
+                "agent",
+                site.url("/controls"),
+                "Choose the green colour.",
+            )
+            assert spec["options"]["maxSteps"] == 5
+            assert [(step["action"], step["url"]) for step in run["steps"]] == [
+                (f'goto {{"url": "{site.url("/controls")}"}}', site.url("/controls")),
+                ('select {"ref": 1, "value": "green"}', site.url("/controls")),
+                ("done", site.url("/controls")),
+            ]
+            assert "Chosen: green" in run["steps"][1]["observation"]
+            assert len(model.requests) == 2 and "Choose the green colour." in json.dumps(model.requests[0]["body"])
 
     run_async(session)

@@ -1,0 +1,226 @@
+"""The network guard and DNS names that change their answer or stand for several addresses (README, "Network
+safety": the guard "resolves the host itself, refuses forbidden addresses and connects to the address it checked, so
+... DNS names that change their answer are covered too").
+
+A real DNS server on 127.0.0.1 (UDP, RFC 1035 wire format) answers the guard's lookups, given to the policy as its
+nameserver. One port number is served twice on loopback: 127.0.0.2:<port> is allowlisted and stands for a public
+site, 127.0.0.1:<port> is the private address a rebinding name tries to reach. Whatever the DNS says, the private
+listener must see no request.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from runs.engine.fetch import fetch
+from runs.engine.netpolicy import NetworkPolicy
+from runs.engine.spec import EngineError, FetchOptions, FetchSpec, NullRecorder
+
+PUBLIC, PRIVATE = "127.0.0.2", "127.0.0.1"
+PUBLIC_PAGE = """<!doctype html><html><head><title>Public</title></head><body><main><h1>Public page</h1>
+<p>Served from the allowlisted address, standing in for a public site.</p>
+<img src="/pixel.png"><iframe src="/frame"></iframe><script>fetch('/data.json').catch(() => 0)</script>
+</main></body></html>"""
+
+
+class FakeDns:
+    """A DNS server on 127.0.0.1: the n-th A query for a name gets the n-th entry of its script (the last one
+    repeats); AAAA queries get the IPv6 addresses of the entry the last A query got. Unknown names: NXDOMAIN."""
+
+    def __init__(self) -> None:
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.scripts: dict[str, list[list[str]]] = {}
+        self.lookups: dict[str, int] = {}
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def answer(self, name: str, *script: list[str]) -> None:
+        self.scripts[name] = list(script)
+        self.lookups[name] = 0
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                query, client = self.socket.recvfrom(4096)
+            except OSError:
+                return
+            self.socket.sendto(self._reply(query), client)
+
+    def _reply(self, query: bytes) -> bytes:
+        query_id = query[:2]
+        labels, offset = [], 12
+        while query[offset]:
+            labels.append(query[offset + 1 : offset + 1 + query[offset]].decode())
+            offset += 1 + query[offset]
+        question = query[12 : offset + 5]
+        kind = struct.unpack("!H", query[offset + 1 : offset + 3])[0]
+        name = ".".join(labels).lower()
+        script = self.scripts.get(name)
+        if script is None:
+            return query_id + struct.pack("!HHHHH", 0x8183, 1, 0, 0, 0) + question
+        if kind == 1:
+            self.lookups[name] += 1
+        addresses = script[min(max(self.lookups[name], 1), len(script)) - 1]
+        records = b""
+        count = 0
+        for address in addresses:
+            family = socket.AF_INET6 if ":" in address else socket.AF_INET
+            record_type = 28 if family == socket.AF_INET6 else 1
+            if record_type != kind:
+                continue
+            data = socket.inet_pton(family, address)
+            records += struct.pack("!HHHIH", 0xC00C, record_type, 1, 0, len(data)) + data
+            count += 1
+        return query_id + struct.pack("!HHHHH", 0x8180, 1, count, 0, 0) + question + records
+
+
+class Listener:
+    """An HTTP server on one loopback address that keeps the path of every request it gets."""
+
+    def __init__(self, address: str, port: int, page: str) -> None:
+        hits = self.hits = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                hits.append(self.path)
+                body = page.encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer((address, port), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def listeners_on_one_port() -> tuple[Listener, Listener]:
+    for _ in range(20):
+        public = Listener(PUBLIC, 0, PUBLIC_PAGE)
+        try:
+            return public, Listener(PRIVATE, public.port, "<html><body>private secret</body></html>")
+        except OSError:  # that port is taken on 127.0.0.1: try another
+            public.close()
+    raise RuntimeError("no port free on both loopback addresses")
+
+
+@pytest.fixture(scope="module")
+def world():
+    dns = FakeDns()
+    public, private = listeners_on_one_port()
+    yield dns, public, private
+    public.close()
+    private.close()
+    dns.socket.close()
+
+
+@pytest.fixture
+def dns(world):
+    dns, public, private = world
+    public.hits.clear()
+    private.hits.clear()
+    return dns
+
+
+@pytest.fixture
+def public(world):
+    return world[1]
+
+
+@pytest.fixture
+def private(world):
+    return world[2]
+
+
+def policy(dns: FakeDns, public: Listener) -> NetworkPolicy:
+    return NetworkPolicy(allowlist=(f"{PUBLIC}:{public.port}",), nameservers=(f"127.0.0.1:{dns.port}",))
+
+
+def load(dns: FakeDns, public: Listener, name: str, render: str, browser) -> dict:
+    spec = FetchSpec(
+        url=f"http://{name}:{public.port}/",
+        options=FetchOptions(render=render, timeout_ms=20_000),
+        network=policy(dns, public),
+    )
+    return fetch(spec, NullRecorder(), browser).to_dict()
+
+
+def refusal(name: str, address: str) -> str:
+    return (
+        f"{name} resolves to {address}, which is a private, loopback or otherwise non-public address; set "
+        "ALLOW_PRIVATE_NETWORKS=true or list it in NETWORK_ALLOWLIST to reach it."
+    )
+
+
+@pytest.mark.parametrize("render", ["browser", "http"])
+def test_a_name_that_stays_on_the_allowed_address_loads_through_the_guard(dns, public, private, browser, render):
+    dns.answer("steady.test", [PUBLIC])
+    page = load(dns, public, "steady.test", render, browser)
+    assert (page["status"], page["title"], page["finalUrl"]) == (200, "Public", f"http://steady.test:{public.port}/")
+    assert "Public page" in page["markdown"]
+    assert public.hits[0] == "/" and private.hits == []
+    assert dns.lookups["steady.test"] >= 2  # the URL check, then the guard itself at connection time
+
+
+@pytest.mark.parametrize("render", ["browser", "http"])
+@pytest.mark.parametrize(
+    ("script", "refused"),
+    [
+        # Checked as public, then private when the guard connects: DNS rebinding between check and use.
+        ([[PUBLIC], [PRIVATE]], PRIVATE),
+        # A public and a private address: either could be used, so the name is refused whatever the order.
+        ([[PUBLIC, PRIVATE]], PRIVATE),
+        ([[PRIVATE, PUBLIC]], PRIVATE),
+        ([[PUBLIC], [PRIVATE, PUBLIC]], PRIVATE),
+        ([[PUBLIC], [PUBLIC, PRIVATE]], PRIVATE),
+        # A public IPv4 address with a loopback IPv6 one.
+        ([[PUBLIC, "::1"]], "::1"),
+        ([[PUBLIC], [PUBLIC, "::1"]], "::1"),
+    ],
+    ids=[
+        "public-then-private",
+        "public-and-private",
+        "private-and-public",
+        "public-then-private-and-public",
+        "public-then-public-and-private",
+        "public-v4-and-loopback-v6",
+        "public-then-public-v4-and-loopback-v6",
+    ],
+)
+def test_a_name_that_answers_a_private_address_at_any_lookup_is_refused(
+    dns, public, private, browser, render, script, refused
+):
+    dns.answer("rebind.test", *script)
+    with pytest.raises(EngineError) as failed:
+        load(dns, public, "rebind.test", render, browser)
+    assert (failed.value.code, failed.value.message) == ("url_not_allowed", refusal("rebind.test", refused))
+    assert private.hits == []
+    assert public.hits == []  # refused before any byte went anywhere
+    # Every step of the script was asked for (Chromium may then ask again, for its favicon: refused too).
+    assert dns.lookups["rebind.test"] >= len(script)
+
+
+def test_a_name_that_turns_private_while_the_page_loads_reaches_nothing_private(dns, public, private, browser):
+    # The URL check and the page's own connection see the public address; every later lookup (the page's image,
+    # frame and fetch, each a connection of its own through the guard) answers the private one.
+    dns.answer("rebind.test", [PUBLIC], [PUBLIC], [PRIVATE])
+    page = load(dns, public, "rebind.test", "browser", browser)
+    assert (page["status"], page["title"]) == (200, "Public")
+    assert public.hits == ["/"]
+    assert private.hits == []
+    assert dns.lookups["rebind.test"] >= 3, "the page's subresources were looked up again, and refused"
