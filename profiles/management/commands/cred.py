@@ -5,17 +5,19 @@ import json
 import sys
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from profiles.credentials import CredentialNotFound, CredentialStore
-from profiles.store import StateFileError
+from profiles.store import NAME_PATTERN, StateFileError
 from runs.engine.spec import Credential
+from runs.terminal import CliCommand
 
 
-class Command(BaseCommand):
+class Command(CliCommand):
     help = (
         "Credentials for agent runs (--cred). Secrets are read from a prompt or standard input, never from the "
-        "command line; files are 0600 in <dataDir>/credentials/."
+        "command line; files are 0600 in <dataDir>/credentials/. Exit 0 on success, 2 on bad usage or input (an "
+        "unknown credential, a bad name)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -37,12 +39,17 @@ class Command(BaseCommand):
 
     def handle(self, *args, action: str, **options) -> None:
         self.store = CredentialStore(settings.DATA_DIR)
+        name = options.get("name")
+        if name is not None and not NAME_PATTERN.match(name):
+            raise CommandError("A credential name is 1 to 64 characters of a-z, 0-9, '-' and '_'.", returncode=2)
         try:
             getattr(self, f"_{action}")(**options)
         except StateFileError as error:
             raise CommandError(str(error), returncode=2) from None
         except CredentialNotFound as error:
-            raise CommandError(f"There is no credential named {error.args[0]!r}.") from None
+            raise CommandError(
+                f"There is no credential named {error.args[0]!r} (see `cred list`).", returncode=2
+            ) from None
 
     def _secret(self, prompt: str) -> str:
         if sys.stdin.isatty():

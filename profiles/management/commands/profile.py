@@ -6,15 +6,20 @@ import sys
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from profiles.store import ProfileExists, ProfileNotFound, ProfileStore, StateFileError, profile_path
 from runs.engine.browser import Browser, process_browser
 from runs.engine.login_check import check_login
+from runs.terminal import CliCommand
 
 
-class Command(BaseCommand):
-    help = "Login profiles (stored browser sessions): log in by hand, import, list, check, delete."
+class Command(CliCommand):
+    help = (
+        "Login profiles (stored browser sessions): log in by hand, import, list, check, delete. Exit 0 on success, "
+        "1 when `check` finds a profile stale or logged out, 2 on bad usage or input (an unknown profile, a bad name "
+        "or file, a name already taken, no display for `login`)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
@@ -42,9 +47,11 @@ class Command(BaseCommand):
         except StateFileError as error:
             raise CommandError(str(error), returncode=2) from None
         except ProfileNotFound as error:
-            raise CommandError(f"There is no profile named {error.args[0]!r}.") from None
+            raise CommandError(f"There is no profile named {error.args[0]!r}.", returncode=2) from None
         except ProfileExists as error:
-            raise CommandError(f"A profile named {error.args[0]!r} exists; add --overwrite to replace it.") from None
+            raise CommandError(
+                f"A profile named {error.args[0]!r} exists; add --overwrite to replace it.", returncode=2
+            ) from None
 
     def _login(self, *, name: str, url: str, overwrite: bool, **_) -> None:
         profile_path(settings.DATA_DIR, name)  # refuse a bad name before opening anything
@@ -54,7 +61,8 @@ class Command(BaseCommand):
             raise CommandError(
                 "No display: `profile login` opens a visible browser window. Run it on a desktop session, set "
                 "DISPLAY, or use a virtual display: xvfb-run -a python manage.py profile login "
-                f"{name} --url {url}   (or import a state file with `profile import`)."
+                f"{name} --url {url}   (or import a state file with `profile import`).",
+                returncode=2,
             )
         browser = Browser(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, headless=False)
         try:
@@ -63,7 +71,7 @@ class Command(BaseCommand):
             self.stdout.write(f"Log in to {url} in the browser window, then press Enter here to save '{name}'.")
             self.stdout.flush()
             if not sys.stdin.readline():
-                raise CommandError("Standard input closed before Enter; nothing was saved.")
+                raise CommandError("Standard input closed before Enter; nothing was saved.", returncode=1)
             state = context.storage_state()
         finally:
             browser.close()
@@ -106,9 +114,9 @@ class Command(BaseCommand):
                 style = self.style.ERROR if report["login"]["loggedOut"] else self.style.SUCCESS
                 self.stdout.write(style(f"{name} at {url}: {verdict}: {report['login']['reason']}"))
         if url and report["login"]["loggedOut"]:
-            raise CommandError(f"{name} looks logged out at {url}.")
+            raise CommandError(f"{name} looks logged out at {url}.", returncode=1)
         if stale:
-            raise CommandError(f"Stale profile(s): {', '.join(stale)}.")
+            raise CommandError(f"Stale profile(s): {', '.join(stale)}.", returncode=1)
 
     def _import(self, *, name: str, file: str, overwrite: bool, **_) -> None:
         try:

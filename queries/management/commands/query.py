@@ -2,31 +2,40 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
-from rest_framework.exceptions import ValidationError
+from django.core.management.base import CommandError, CommandParser
 
 from queries import services
 from queries.models import SavedQuery
 from queries.serializers import QueryCreateSerializer, QueryReplaySerializer, SavedQuerySerializer
 from runs.models import Run
 from runs.serializers import RunDetailSerializer, RunSerializer
-from runs.terminal import RunFollower, drift_line, error_text, problems_line, read_json_option
-from service.errors import ServiceError
+from runs.terminal import (
+    CliCommand,
+    RunFollower,
+    drift_line,
+    error_text,
+    positive_number,
+    problems_line,
+    read_json_option,
+)
 
 # API field names as the options that carry them, so a validation message points at what the user typed.
 OPTIONS = {"fromRun": "--from-run", "url": "--url"}
 
 
 def invalid(errors: object) -> CommandError:
-    """One line naming every bad option."""
-    return CommandError(problems_line(errors, OPTIONS))
+    """One line naming every bad option; nothing was saved or queued (exit 2)."""
+    return CommandError(problems_line(errors, OPTIONS), returncode=2)
 
 
-class Command(BaseCommand):
+class Command(CliCommand):
     help = (
         "Saved queries: named extract specs you replay. Save one (or promote a past extract run), replay it as a "
-        "queued run for the workers of `manage.py serve` (--wait follows it), list, show and delete them."
+        "queued run for the workers of `manage.py serve` (--wait follows it), list, show and delete them. Exit 0 "
+        "on success, 1 if a followed replay failed (or --timeout ran out), 2 on bad usage or input (nothing is "
+        "saved or queued)."
     )
+    option_names = OPTIONS
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
@@ -50,14 +59,14 @@ class Command(BaseCommand):
         state.add_argument(
             "--storage-state",
             dest="storage_state",
-            help="Start from a storage-state file inside the data directory (mode 0600).",
+            help="Start from a Playwright storage-state file: a path relative to the data directory, mode 0600.",
         )
         run.add_argument(
             "--wait", action="store_true", help="Follow the run to its end, printing each step; exit 1 if it fails."
         )
         run.add_argument(
             "--timeout",
-            type=float,
+            type=positive_number,
             help="With --wait: stop following after this many seconds (exit 1; the run goes on).",
         )
         run.add_argument(
@@ -78,12 +87,8 @@ class Command(BaseCommand):
         delete.add_argument("name", help="The saved query.")
 
     def handle(self, *args, action: str, **options) -> None:
-        try:
-            getattr(self, f"_{action}")(**options)
-        except ServiceError as error:
-            raise CommandError(str(error.detail)) from None
-        except ValidationError as error:
-            raise invalid(error.detail) from None
+        # Service errors and validation errors become one line with their exit code (CliCommand).
+        getattr(self, f"_{action}")(**options)
 
     def _save(
         self,
@@ -96,6 +101,15 @@ class Command(BaseCommand):
         as_json: bool,
         **_,
     ) -> None:
+        if from_run is not None and (url, schema, instruction) != (None, None, None):
+            raise CommandError("Give --from-run, or --url and --schema (with --instruction), not both.", returncode=2)
+        if from_run is None and (url is None or schema is None):
+            missing = " and ".join(option for option, value in (("--url", url), ("--schema", schema)) if value is None)
+            raise CommandError(
+                f"{missing} {'are' if ' and ' in missing else 'is'} required (or give --from-run with a past "
+                "extract run's id).",
+                returncode=2,
+            )
         given = {"name": name, "url": url, "instruction": instruction, "fromRun": from_run}
         data = {key: value for key, value in given.items() if value is not None}
         if schema is not None:
@@ -131,6 +145,8 @@ class Command(BaseCommand):
         as_json: bool,
         **_,
     ) -> None:
+        if timeout is not None and not wait:
+            raise CommandError("--timeout goes with --wait (it bounds how long the replay is followed).", returncode=2)
         query = services.query_get(name=name)
         given = {"url": url, "instruction": instruction, "profile": profile, "storageStatePath": storage_state}
         overrides = QueryReplaySerializer(data={key: value for key, value in given.items() if value is not None})
@@ -160,7 +176,7 @@ class Command(BaseCommand):
             if drift:
                 self.stdout.write(self.style.WARNING(drift))
         if run.status != Run.Status.SUCCEEDED:
-            raise CommandError(f"run {run.id} {run.status}: {error_text(run.error)}")
+            raise CommandError(f"run {run.id} {run.status}: {error_text(run.error)}", returncode=1)
 
     def _list(self, *, as_json: bool, **_) -> None:
         queries = SavedQuery.objects.all()

@@ -2,17 +2,18 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
-from runs.management.commands.fetch import add_run_options, execute, state_fields
+from runs.management.commands.fetch import add_run_options, execute, progress, state_fields
+from runs.terminal import CliCommand, positive_int
 
 
-class Command(BaseCommand):
+class Command(CliCommand):
     help = (
         "Let a browser agent reach a goal on a site (needs MODEL_PROVIDER). It can type a stored credential "
         "(--cred) and keep the logged-in session as a profile (--save-profile). Each step prints as it happens; "
-        "the agent's answer is printed at the end. Exit 0 on success, 1 if the run failed, 2 on bad usage; Ctrl-C "
-        "cancels."
+        "the agent's answer is printed at the end. Exit 0 on success, 1 if the run failed, 2 on bad usage or input "
+        "(nothing is run); Ctrl-C cancels."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -22,7 +23,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--save-profile", dest="save_profile", help="Store the browser session at the end as this profile."
         )
-        parser.add_argument("--max-steps", dest="max_steps", type=int, default=25, help="At most this many actions.")
+        parser.add_argument(
+            "--max-steps", dest="max_steps", type=positive_int, default=25, help="At most this many actions."
+        )
         add_run_options(parser)
 
     def handle(self, *args, url: str, goal: str, cred: str | None, save_profile: str | None, **options) -> None:
@@ -37,11 +40,18 @@ class Command(BaseCommand):
             spec["cred"] = cred
         if save_profile:
             spec["saveProfile"] = save_profile
+        follower = progress(self, as_json=options["as_json"], quiet=options["quiet"])
         run = execute(
-            self, spec, queue=options["queue"], wait=options["wait"], as_json=options["as_json"], quiet=options["quiet"]
+            self,
+            spec,
+            queue=options["queue"],
+            wait=options["wait"],
+            as_json=options["as_json"],
+            quiet=options["quiet"],
+            follower=follower,
         )
         if run is not None and not options["as_json"]:
             result = run.result
             self.stdout.write(result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False))
             if save_profile:
-                self.stderr.write(f"saved the session as profile {save_profile}")
+                follower.say(f"saved the session as profile {save_profile}")

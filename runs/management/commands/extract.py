@@ -2,17 +2,17 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import CommandParser
 
 from runs.management.commands.fetch import add_run_options, execute, state_fields
-from runs.terminal import read_json_option
+from runs.terminal import CliCommand, read_json_option
 
 
-class Command(BaseCommand):
+class Command(CliCommand):
     help = (
         "Extract JSON matching a schema from a page. Selector schemas (x-selector, x-source) need no model; other "
         "schemas use MODEL_PROVIDER. The run executes in this process (--queue: by the workers); prints the JSON. "
-        "Exit 0 on success, 1 if the run failed, 2 on bad usage; Ctrl-C cancels."
+        "Exit 0 on success, 1 if the run failed, 2 on bad usage or input (nothing is run); Ctrl-C cancels."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

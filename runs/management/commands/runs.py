@@ -2,27 +2,32 @@ from __future__ import annotations
 
 import json
 import uuid
+from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from runs import export
 from runs.models import Run
 from runs.serializers import RunDetailSerializer, RunFilterSerializer, RunSerializer
-from runs.terminal import drift_line, error_text, problems_line, step_line
-
-
-def positive_int(value: str) -> int:
-    number = int(value)
-    if number < 1:
-        raise ValueError(value)
-    return number
-
+from runs.terminal import (
+    CliCommand,
+    check_writable,
+    drift_line,
+    error_text,
+    positive_int,
+    problems_line,
+    step_line,
+)
 
 FILTER_OPTIONS = {name: f"--{name}" for name in ("query", "kind", "status", "batch", "since", "until")}
 
 
-class Command(BaseCommand):
-    help = "Run history: list runs (newest first), show one run with its steps, export runs as JSON or CSV."
+class Command(CliCommand):
+    help = (
+        "Run history: list runs (newest first), show one run with its steps, export runs as JSON or CSV. Exit 0 on "
+        "success, 2 on bad usage or input (an unknown run, a bad filter, an --out that cannot be written)."
+    )
+    option_names = FILTER_OPTIONS
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
@@ -44,7 +49,9 @@ class Command(BaseCommand):
         dump.add_argument("--batch", help="Only runs of this batch (its id).")
         dump.add_argument("--since", help="Only runs created at or after this ISO 8601 time.")
         dump.add_argument("--until", help="Only runs created before this ISO 8601 time.")
-        dump.add_argument("--out", help="Write to this file instead of standard output.")
+        dump.add_argument(
+            "--out", help="Write to this file instead of standard output (checked before anything is read)."
+        )
 
     def handle(self, *args, action: str, **options) -> None:
         getattr(self, f"_{action}")(**options)
@@ -63,7 +70,7 @@ class Command(BaseCommand):
         given = {"query": query, "kind": kind, "status": status, "batch": batch}
         filters = RunFilterSerializer(data={key: value for key, value in given.items() if value is not None})
         if not filters.is_valid():
-            raise CommandError(problems_line(filters.errors, FILTER_OPTIONS))
+            raise CommandError(problems_line(filters.errors, FILTER_OPTIONS), returncode=2)
         runs = list(Run.objects.with_step_count().filter_by(**filters.validated_data).order_by("-created_at")[:limit])
         if as_json:
             self.stdout.write(json.dumps(RunSerializer(runs, many=True).data, indent=2))
@@ -82,10 +89,10 @@ class Command(BaseCommand):
         try:
             run_id = uuid.UUID(id)
         except ValueError:
-            raise CommandError(f"There is no run {id}.") from None
+            raise CommandError(f"There is no run {id}.", returncode=2) from None
         run = Run.objects.with_step_count().prefetch_related("steps").filter(pk=run_id).first()
         if run is None:
-            raise CommandError(f"There is no run {id}.")
+            raise CommandError(f"There is no run {id}.", returncode=2)
         data = RunDetailSerializer(run).data
         if as_json:
             self.stdout.write(json.dumps(data, indent=2))
@@ -114,8 +121,13 @@ class Command(BaseCommand):
         filters = RunFilterSerializer(data=wanted)
         if not filters.is_valid():
             raise CommandError(problems_line(filters.errors, FILTER_OPTIONS), returncode=2)
+        if out:
+            check_writable(out)
         runs = Run.objects.filter_by(**filters.validated_data).order_by("created_at", "id")
-        target = open(out, "w", encoding="utf-8", newline="") if out else None  # noqa: SIM115
+        try:
+            target = open(Path(out).expanduser(), "w", encoding="utf-8", newline="") if out else None  # noqa: SIM115
+        except OSError as error:
+            raise CommandError(f"Could not write {out}: {error.strerror}.", returncode=2) from None
         try:
             write = target.write if target else self.stdout._out.write
             for chunk in export.FORMATS[format](runs):

@@ -2,16 +2,17 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 
 from runs import services
-from service.errors import ServiceError
+from runs.terminal import CliCommand
 
 
-class Command(BaseCommand):
+class Command(CliCommand):
     help = (
         "Search the web through the SearXNG instance at SEARXNG_URL and print the results (title, URL, snippet); "
-        "--fetch also fetches every result as Markdown. Exit 0 on success, 1 on a search error, 2 on bad usage."
+        "--fetch also fetches every result as Markdown (four at a time; a page that fails says why). Exit 0 on "
+        "success, 1 when SearXNG does not answer, 2 on bad usage or without SEARXNG_URL."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -26,17 +27,15 @@ class Command(BaseCommand):
     def handle(self, *args, query: str, limit: int, as_json: bool, fetch: bool, **options) -> None:
         if not 1 <= limit <= 50:
             raise CommandError("--limit must be between 1 and 50.", returncode=2)
-        try:
-            results = services.web_search(
-                query=query,
-                limit=limit,
-                categories=options["categories"],
-                language=options["language"],
-                time_range=options["time_range"],
-                fetch_pages=fetch,
-            )
-        except ServiceError as error:
-            raise CommandError(f"{error.error_code}: {error.detail}") from None
+        # A ServiceError becomes one line with its exit code (CliCommand).
+        results = services.web_search(
+            query=query,
+            limit=limit,
+            categories=options["categories"],
+            language=options["language"],
+            time_range=options["time_range"],
+            fetch_pages=fetch,
+        )
         if as_json:
             self.stdout.write(json.dumps({"results": results}, indent=2, ensure_ascii=False))
             return

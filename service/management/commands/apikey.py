@@ -2,14 +2,18 @@ from __future__ import annotations
 
 import json as jsonlib
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import CommandError, CommandParser
 from django.db import IntegrityError
 
+from runs.terminal import CliCommand
 from service.models import ApiKey
 
 
-class Command(BaseCommand):
-    help = "Create, list and revoke API keys. A new key is printed once; only its hash is stored."
+class Command(CliCommand):
+    help = (
+        "Create, list and revoke API keys. A new key is printed once; only its hash is stored. Exit 0 on success, "
+        "2 on bad usage or input (a name already taken, no such key)."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
@@ -28,7 +32,9 @@ class Command(BaseCommand):
         try:
             _, raw = ApiKey.issue(name)
         except IntegrityError:
-            raise CommandError(f"A key named {name!r} already exists; revoke it or pick another name.") from None
+            raise CommandError(
+                f"A key named {name!r} already exists; revoke it or pick another name.", returncode=2
+            ) from None
         if as_json:
             self.stdout.write(_dumps({"name": name, "key": raw}))
         else:
@@ -55,7 +61,7 @@ class Command(BaseCommand):
     def _revoke(self, *, name: str, **_) -> None:
         key = ApiKey.objects.active().filter(name=name).first()
         if key is None:
-            raise CommandError(f"There is no active key named {name!r}.")
+            raise CommandError(f"There is no active key named {name!r}.", returncode=2)
         key.revoke()
         self.stdout.write(self.style.SUCCESS(f"Revoked {name}."))
 

@@ -1,0 +1,135 @@
+"""The run commands' progress (README, CLI): a line per step and a spinner on standard error when it is a terminal,
+nothing when it is not. The commands run as separate processes, their standard error on a real pseudo-terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from tests.live import ROOT
+
+# A spinner frame: carriage return, a bar, the run's status and the seconds waited, on one rewritten line; a clear
+# (carriage return, erase to the end of the line) before the next printed line.
+SPINNER_FRAME = re.compile(r"\r[|/\-\\] (queued|running) +\d+\.\d s")
+CLEAR = "\r\x1b[K"
+
+
+def environment(data_dir) -> dict[str, str]:
+    # No LOG_LEVEL: the commands' own default decides what reaches standard error.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SERVICE_", "DATABASE_URL", "DJANGO_ALLOW", "LOG_LEVEL"))
+    }
+    return {
+        **env,
+        "SERVICE_DATA_DIR": str(data_dir),
+        "ALLOW_PRIVATE_NETWORKS": "true",
+        "BROWSER_ARGS": "'--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1'",
+    }
+
+
+def manage(data_dir, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=environment(data_dir),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def on_terminal(data_dir, *args: str) -> tuple[int, str, str]:
+    """Run a command with standard error on a pseudo-terminal (standard output stays a pipe, as in `> page.md`).
+    Returns the exit code, standard output and everything the terminal received."""
+    controller, terminal = os.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "manage.py", *args],
+            cwd=ROOT,
+            env=environment(data_dir),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+        )
+    finally:
+        os.close(terminal)
+    received: list[bytes] = []
+
+    def read_terminal() -> None:
+        while True:
+            try:
+                data = os.read(controller, 4096)
+            except OSError:  # EIO: every process holding the terminal closed it
+                return
+            if not data:
+                return
+            received.append(data)
+
+    reader = threading.Thread(target=read_terminal, daemon=True)
+    reader.start()
+    try:
+        out, _ = process.communicate(timeout=120)
+    finally:
+        reader.join(timeout=10)
+        os.close(controller)
+    # The terminal turns each "\n" into "\r\n" (onlcr).
+    return process.returncode, out, b"".join(received).decode().replace("\r\n", "\n")
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("terminal")
+    assert manage(directory, "migrate", "--no-input").returncode == 0
+    return directory
+
+
+def test_a_line_per_step_and_a_spinner_on_a_terminal(data_dir, site):
+    url = site.url("/slow?ms=1500")  # the page takes 1.5 s: the spinner turns meanwhile
+    code, out, terminal = on_terminal(data_dir, "fetch", url)
+    assert code == 0, terminal
+    assert out.startswith("# Flood at the mill\n")
+    frames = SPINNER_FRAME.findall(terminal)
+    assert "running" in frames, terminal
+    lines = SPINNER_FRAME.sub("", terminal).replace(CLEAR, "").splitlines()
+    run_id = lines[0].split()[1].rstrip(":")
+    run = json.loads(manage(data_dir, "runs", "show", run_id, "--json").stdout)
+    assert run["status"] == "succeeded" and run["steps"]
+    assert lines[:2] == [f"run {run_id}: fetch {url}", f"run {run_id} started, attempt 1"]
+    # Then exactly one line per step of the stored trace, in order, and nothing else (no log records).
+    assert [line.split()[:3] for line in lines[2:]] == [
+        [f"#{step['index']}", step["action"], step["url"]] for step in run["steps"]
+    ]
+
+
+def test_nothing_on_standard_error_when_it_is_not_a_terminal(data_dir, site):
+    done = manage(data_dir, "fetch", site.url("/static"))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("# Flood at the mill\n")
+    listed = json.loads(manage(data_dir, "runs", "list", "--limit", "1", "--json").stdout)
+    assert (listed[0]["url"], listed[0]["status"]) == (site.url("/static"), "succeeded")
+
+
+def test_json_shows_no_progress_but_a_failure_still_reaches_the_terminal(data_dir, site):
+    code, out, terminal = on_terminal(data_dir, "fetch", site.url("/missing"), "--json")
+    run = json.loads(out)
+    assert (code, run["status"]) == (1, "failed")
+    # One line, red on a terminal (Django's ERROR style), and nothing before it.
+    assert re.sub(r"\x1b\[[0-9;]*m", "", terminal) == (
+        f"error: run {run['id']} failed: http_error: The page answered HTTP 404.\n"
+    )
+
+
+def test_quiet_keeps_the_terminal_silent(data_dir, site):
+    code, out, terminal = on_terminal(data_dir, "fetch", site.url("/static"), "--quiet")
+    assert (code, terminal) == (0, "")
+    assert out.startswith("# Flood at the mill\n")
