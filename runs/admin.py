@@ -1,6 +1,9 @@
+from __future__ import annotations
+
 from django.contrib import admin
 
 from runs.models import Batch, Event, Run, Step
+from service.admin import ReadOnlyAdmin
 
 
 class StepInline(admin.TabularInline):
@@ -9,30 +12,34 @@ class StepInline(admin.TabularInline):
     fields = ["index", "action", "url", "duration_ms", "screenshot", "at"]
     readonly_fields = fields
     can_delete = False
+    show_change_link = True  # the step's own page has its complete observation
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(ReadOnlyAdmin):
     list_display = ["id", "kind", "status", "url", "query", "attempts", "created_at", "finished_at"]
     list_filter = ["kind", "status"]
     search_fields = ["id", "url", "query"]
-    readonly_fields = [f.name for f in Run._meta.fields]
     inlines = [StepInline]
 
 
 @admin.register(Step)
-class StepAdmin(admin.ModelAdmin):
+class StepAdmin(ReadOnlyAdmin):
     list_display = ["run", "index", "action", "url", "duration_ms", "at"]
-    readonly_fields = [f.name for f in Step._meta.fields]
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(ReadOnlyAdmin):
     list_display = ["id", "type", "run", "at"]
     list_filter = ["type"]
-    readonly_fields = [f.name for f in Event._meta.fields]
 
 
 @admin.register(Batch)
-class BatchAdmin(admin.ModelAdmin):
+class BatchAdmin(ReadOnlyAdmin):
     list_display = ["id", "created_at"]

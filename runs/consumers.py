@@ -29,11 +29,15 @@ KEY_RECHECK_SECONDS = 5.0
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
 CLOSE_TOO_FAR_BEHIND = 4408
 CLOSE_DRAIN_SECONDS = 30
 # A client whose unread data stays above EVENTS_MAX_SEND_BUFFER_BYTES this long is too far behind.
 SEND_STALL_SECONDS = 5.0
 SEND_POLL_SECONDS = 0.01
+RESUME = "reconnect with ?after=<the last eventId you received>"
+BACKLOG_REASON = f"too far behind: EVENTS_MAX_BACKLOG events were waiting; {RESUME}"
+SEND_BUFFER_REASON = f"too far behind: EVENTS_MAX_SEND_BUFFER_BYTES unread for {SEND_STALL_SECONDS:g} s; {RESUME}"
 YIELD_EVERY_FRAMES = 50
 
 # A batch of frames read once for every consumer of this process: (cursor before, [(frame, text)], cursor after).
@@ -171,6 +175,17 @@ def _header(scope: dict, name: bytes) -> str | None:
     return None
 
 
+def _foreign_origin(scope: dict) -> str | None:
+    """The Origin of a browser page that is neither this service's own (scheme, host and port) nor one of
+    CSRF_TRUSTED_ORIGINS: the same rule as for the HTTP API's sessions. (The handshake's origin check only matches
+    host names, so a page on another port of the same host would pass it.)"""
+    origin = _header(scope, b"origin")
+    if origin is None:
+        return None
+    own = f"{'https' if scope.get('scheme') == 'wss' else 'http'}://{_header(scope, b'host')}"
+    return None if origin in (own, *settings.CSRF_TRUSTED_ORIGINS) else origin
+
+
 @database_sync_to_async
 def _authenticate(scope: dict) -> tuple[str, str] | None:
     """The (key name, key hash) of a header key (scripts) or of a signed-in playground session (browsers, whose
@@ -206,10 +221,15 @@ class EventsConsumer(AsyncWebsocketConsumer):
         self._guard: stream.GapGuard | None = None
         self._dropped = False
         self._sent = 0
+        self._waiting = 0  # events offered to this connection that its sender has not taken yet
         # "From now" means from before the handshake completes: a client that submits right after connecting
         # must see its run's first event.
         now = await database_sync_to_async(stream.latest_event_id)()
         await self.accept()
+        foreign = _foreign_origin(self.scope) if _header(self.scope, b"authorization") is None else None
+        if foreign is not None:
+            await self.close_with_reason(CLOSE_FORBIDDEN, f"forbidden: a session does not work from {foreign}")
+            return
         self.credential = await _authenticate(self.scope)
         if self.credential is None:
             await self.close_with_reason(CLOSE_UNAUTHENTICATED, "unauthenticated")
@@ -255,10 +275,12 @@ class EventsConsumer(AsyncWebsocketConsumer):
             await self.close(code=code, reason=reason)
 
     def offer(self, batch: Batch) -> None:
-        if self._inbox.qsize() >= settings.EVENTS_MAX_BACKLOG:
-            # This connection's sender cannot keep up; drop it rather than grow without bound.
-            self._drop()
+        if self._waiting >= settings.EVENTS_MAX_BACKLOG:
+            # EVENTS_MAX_BACKLOG events already wait for this connection (its client reads too slowly, or not at
+            # all): close it rather than hold more. Counted in events, as the README says, not in batches.
+            self._stop_with(CLOSE_TOO_FAR_BEHIND, BACKLOG_REASON)
             return
+        self._waiting += len(batch[1])
         self._inbox.put_nowait(batch)
 
     def revoked(self) -> None:
@@ -266,8 +288,8 @@ class EventsConsumer(AsyncWebsocketConsumer):
         self._stop_with(CLOSE_UNAUTHENTICATED, "unauthenticated: the key was revoked")
 
     def _drop(self) -> None:
-        """Disconnect a client that fell too far behind; it resumes from the last eventId it received."""
-        self._stop_with(CLOSE_TOO_FAR_BEHIND, "too far behind: reconnect with ?after=<the last eventId you received>")
+        """Disconnect a client that left too much unread; it resumes from the last eventId it received."""
+        self._stop_with(CLOSE_TOO_FAR_BEHIND, SEND_BUFFER_REASON)
 
     def _stop_with(self, code: int, reason: str) -> None:
         if self._dropped:
@@ -308,6 +330,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
             batch = await self._inbox.get()
             if batch is not None:
                 before, frames, after = batch
+                self._waiting -= len(frames)
                 if after <= self.cursor:
                     continue
                 if before == self.cursor:

@@ -19,11 +19,14 @@ from service.mcp import HttpEndpoint  # noqa: E402
 
 
 class BrowserOriginValidator(OriginValidator):
-    """Browsers always send Origin, and it must be one of ours. Scripts send none; they pass here and must
-    then authenticate with an Authorization header (a session cookie without Origin is not accepted)."""
+    """Browsers always send Origin, and it must be one of ours (or one of CSRF_TRUSTED_ORIGINS). Scripts send none;
+    they pass here and must then authenticate with an Authorization header (a session cookie without Origin is
+    not accepted). The consumer checks a session's Origin exactly, port included."""
 
     def valid_origin(self, parsed_origin) -> bool:
-        return parsed_origin is None or self.validate_origin(parsed_origin)
+        if parsed_origin is None or self.validate_origin(parsed_origin):
+            return True
+        return f"{parsed_origin.scheme}://{parsed_origin.netloc}" in settings.CSRF_TRUSTED_ORIGINS
 
 
 mcp_endpoint = HttpEndpoint()

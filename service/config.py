@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
+import re
 import secrets
 import shlex
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,6 +145,60 @@ def _url(env: Mapping[str, str], name: str, schemes: tuple[str, ...]) -> str | N
     return value
 
 
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*")
+
+
+def _host(env: Mapping[str, str]) -> str:
+    host = env.get("SERVICE_HOST") or "127.0.0.1"
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if not _HOST_NAME.fullmatch(host):
+            raise ConfigError(f"SERVICE_HOST must be an IP address or a host name, got {host!r}.") from None
+    return host
+
+
+def _header_secret(env: Mapping[str, str], name: str) -> str | None:
+    """A key sent in an HTTP header: printable ASCII without spaces, or a client could never send it (the value is
+    a secret, so the message does not repeat it)."""
+    value = _optional(env, name)
+    if value is not None and not re.fullmatch(r"[\x21-\x7e]+", value):
+        raise ConfigError(f"{name} must be printable ASCII without spaces (it travels in an HTTP header).")
+    return value
+
+
+def _model_name(env: Mapping[str, str], provider: str | None) -> str | None:
+    value = _optional(env, "MODEL_NAME")
+    if value is not None and not re.fullmatch(r"\S+", value):
+        raise ConfigError(f"MODEL_NAME must be a model name without spaces, got {value!r}.")
+    return value or DEFAULT_MODELS.get(provider or "")
+
+
+def _list(env: Mapping[str, str], name: str) -> list[str]:
+    return [entry.strip() for entry in (env.get(name) or "").split(",") if entry.strip()]
+
+
+def _allowed_hosts(env: Mapping[str, str], host: str) -> list[str]:
+    allowed = _list(env, "ALLOWED_HOSTS")
+    for entry in allowed:
+        if "://" in entry or "/" in entry or " " in entry:
+            raise ConfigError(f"ALLOWED_HOSTS entries must be host names without a scheme or path, got {entry!r}.")
+    if not allowed:
+        allowed = ["localhost", "127.0.0.1", "[::1]", host] if host not in {"0.0.0.0", "::"} else ["*"]
+    return allowed
+
+
+def _origins(env: Mapping[str, str]) -> list[str]:
+    origins = _list(env, "CSRF_TRUSTED_ORIGINS")
+    for entry in origins:
+        if not re.fullmatch(r"https?://[^/\s]+", entry):
+            raise ConfigError(
+                f"CSRF_TRUSTED_ORIGINS entries must be origins like https://scrape.example.com, got {entry!r}."
+            )
+    return origins
+
+
 def _data_dir(env: Mapping[str, str]) -> Path:
     raw = env.get("SERVICE_DATA_DIR") or "./data"
     path = Path(raw).expanduser()
@@ -162,22 +220,35 @@ def _data_dir(env: Mapping[str, str]) -> Path:
 
 
 def _secret_key(env: Mapping[str, str], data_dir: Path) -> str:
-    """SECRET_KEY from the environment, else one generated once and kept in the data dir (0600)."""
-    if env.get("SECRET_KEY"):
-        return env["SECRET_KEY"]
+    """SECRET_KEY from the environment, else one generated once and kept in the data dir (0600).
+
+    The file appears complete or not at all (written aside, then hard-linked into place), so processes starting
+    at the same time on a shared data dir all read the one key and none reads a half-written file."""
+    configured = env.get("SECRET_KEY")
+    if configured:
+        # Django's own rule (security.W009): shorter or repetitive keys make signed sessions guessable.
+        if len(configured) < 50 or len(set(configured)) < 5:
+            raise ConfigError(
+                "SECRET_KEY must be at least 50 characters with at least 5 different ones (unset it to have one "
+                "generated)."
+            )
+        return configured
     key_file = data_dir / "secret_key"
     try:
         return key_file.read_text().strip()
     except FileNotFoundError:
         pass
-    key = secrets.token_urlsafe(50)
+    fd, temp = tempfile.mkstemp(dir=data_dir, prefix=".secret_key-")  # mkstemp creates it 0600
     try:
-        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return key_file.read_text().strip()
-    with os.fdopen(fd, "w") as handle:
-        handle.write(key)
-    return key
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(50))
+            handle.flush()
+            os.fsync(handle.fileno())
+        with contextlib.suppress(FileExistsError):  # another process was first: use its key
+            os.link(temp, key_file)
+    finally:
+        os.unlink(temp)
+    return key_file.read_text().strip()
 
 
 def _browser_args(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -189,30 +260,26 @@ def _browser_args(env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def read_config(env: Mapping[str, str]) -> Config:
-    host = env.get("SERVICE_HOST") or "127.0.0.1"
+    host = _host(env)
     port = _int(env, "SERVICE_PORT", 3470, 1, 65535)
     data_dir = _data_dir(env)
     run_timeout_max_ms = _int(env, "RUN_TIMEOUT_MAX_MS", 300_000, 1_000, 3_600_000)
     provider = _optional(env, "MODEL_PROVIDER")
     if provider is not None and provider not in {"openai", "anthropic"}:
         raise ConfigError(f"MODEL_PROVIDER must be openai or anthropic, got {provider!r}.")
-    allowed = [h.strip() for h in (env.get("ALLOWED_HOSTS") or "").split(",") if h.strip()]
-    if not allowed:
-        allowed = ["localhost", "127.0.0.1", "[::1]", host] if host not in {"0.0.0.0", "::"} else ["*"]
     browser = _optional(env, "BROWSER_EXECUTABLE")
     if browser is not None and not os.access(browser, os.X_OK):
         raise ConfigError(f"BROWSER_EXECUTABLE {browser!r} is not an executable file.")
     log_level = (env.get("LOG_LEVEL") or "INFO").upper()
     if log_level not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
         raise ConfigError(f"LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {log_level!r}.")
-    origins = [o.strip() for o in (env.get("CSRF_TRUSTED_ORIGINS") or "").split(",") if o.strip()]
     return Config(
         host=host,
         port=port,
         data_dir=data_dir,
         database_url=_url(env, "DATABASE_URL", ("postgres", "postgresql", "sqlite")),
         redis_url=_url(env, "REDIS_URL", ("redis", "rediss", "unix")),
-        api_key=_optional(env, "SERVICE_API_KEY"),
+        api_key=_header_secret(env, "SERVICE_API_KEY"),
         browser_executable=browser,
         browser_args=_browser_args(env),
         workers=_int(env, "WORKERS", 2, 1, 64),
@@ -220,17 +287,19 @@ def read_config(env: Mapping[str, str]) -> Config:
         network_allowlist=_allowlist(env, "NETWORK_ALLOWLIST"),
         searxng_url=_url(env, "SEARXNG_URL", ("http", "https")),
         model_provider=provider,
-        model_name=_optional(env, "MODEL_NAME") or DEFAULT_MODELS.get(provider or ""),
-        openai_api_key=_optional(env, "OPENAI_API_KEY"),
+        model_name=_model_name(env, provider),
+        openai_api_key=_header_secret(env, "OPENAI_API_KEY"),
         openai_base_url=_url(env, "OPENAI_BASE_URL", ("http", "https")),
-        anthropic_api_key=_optional(env, "ANTHROPIC_API_KEY"),
+        anthropic_api_key=_header_secret(env, "ANTHROPIC_API_KEY"),
         anthropic_base_url=_url(env, "ANTHROPIC_BASE_URL", ("http", "https")),
         run_max_attempts=_int(env, "RUN_MAX_ATTEMPTS", 3, 1, 20),
         run_timeout_max_ms=run_timeout_max_ms,
         run_lease_seconds=_int(env, "RUN_LEASE_SECONDS", 20, 3, 3600),
         run_reap_interval_seconds=_float(env, "RUN_REAP_INTERVAL_SECONDS", 2.0, 0.1, 600),
         queue_poll_seconds=_float(env, "QUEUE_POLL_SECONDS", 0.05, 0.005, 10),
-        events_max_backlog=_int(env, "EVENTS_MAX_BACKLOG", 1000, 10, 1_000_000),
+        # Events, not batches: above BATCH_MAX_RUNS' default, so a reader stays connected through a whole batch's
+        # run-queued events arriving at once.
+        events_max_backlog=_int(env, "EVENTS_MAX_BACKLOG", 20_000, 10, 10_000_000),
         events_max_send_buffer_bytes=_int(env, "EVENTS_MAX_SEND_BUFFER_BYTES", 4 * 1024 * 1024, 16 * 1024, 1 << 30),
         event_retention_hours=_float(env, "EVENT_RETENTION_HOURS", 168.0, 0.0, 87_600.0),
         api_max_body_bytes=_int(env, "API_MAX_BODY_BYTES", 1_048_576, 1024, 1_073_741_824),
@@ -241,7 +310,7 @@ def read_config(env: Mapping[str, str]) -> Config:
         screenshot_max_bytes=_int(env, "SCREENSHOT_MAX_BYTES", 5_000_000, 10_000, 1_000_000_000),
         secret_key=_secret_key(env, data_dir),
         debug=_bool(env, "DEBUG", False),
-        allowed_hosts=allowed,
-        csrf_trusted_origins=origins,
+        allowed_hosts=_allowed_hosts(env, host),
+        csrf_trusted_origins=_origins(env),
         log_level=log_level,
     )

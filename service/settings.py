@@ -123,7 +123,8 @@ else:
                 "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
             },
             # A file, not shared-cache memory: tests run workers in threads, and shared cache locks whole tables.
-            "TEST": {"NAME": DATA_DIR / "test-db.sqlite3"},
+            # One per test process: engineers and CI may run several pytest processes on one checkout at once.
+            "TEST": {"NAME": DATA_DIR / f"test-db-{os.getpid()}.sqlite3"},
         }
     }
 

@@ -1,10 +1,15 @@
 """Scale-out: two web processes (daphne) and two worker processes on one PostgreSQL, Redis for wake-ups,
 shared storage for the data directory. Events of runs submitted through one web process reach a WebSocket client
-of the other; no run executes twice."""
+of the other; no run executes twice. And QUEUE_POLL_SECONDS sets how often a worker cluster polls the queue
+(counted on PostgreSQL, whose statistics count every poll of the queue table)."""
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import subprocess
+import sys
 import time
 from collections import Counter
 
@@ -12,7 +17,16 @@ import psycopg
 import pytest
 from websockets.sync.client import connect
 
-from tests.live import KEY, REDIS_URL, LiveService, ScratchPostgres, postgres_available, redis_available
+from service.processes import stop_when_parent_dies
+from tests.live import (
+    KEY,
+    REDIS_URL,
+    ROOT,
+    LiveService,
+    ScratchPostgres,
+    postgres_available,
+    redis_available,
+)
 
 pytestmark = pytest.mark.live
 RUNS = 12
@@ -57,3 +71,61 @@ def test_two_web_and_two_worker_processes_share_the_work_and_the_stream(tmp_path
         finally:
             web2.stop()
             web1.stop()
+
+
+FAST_POLL, SLOW_POLL = 0.05, 4.0
+POLL_WINDOW_SECONDS = 12.0  # how long polls are counted (a measuring window, not a bound)
+
+
+def queue_scans(database_url: str) -> int:
+    """Reads of django-q2's queue table so far: each poll of an empty queue is one."""
+    with psycopg.connect(database_url) as db:
+        row = db.execute(
+            "select coalesce(seq_scan, 0) + coalesce(idx_scan, 0) from pg_stat_user_tables"
+            " where relname = 'django_q_ormq'"
+        ).fetchone()
+    return row[0]
+
+
+@pytest.mark.skipif(not postgres_available(), reason="needs PostgreSQL on :5432")
+def test_queue_poll_seconds_sets_how_often_an_idle_worker_cluster_polls_the_queue(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SERVICE_", "DATABASE_URL", "REDIS_URL"))}
+    env.update(SERVICE_DATA_DIR=str(tmp_path), WORKERS="1", LOG_LEVEL="WARNING")
+    with ScratchPostgres() as fast_db, ScratchPostgres() as slow_db:
+        for database in (fast_db, slow_db):
+            subprocess.run(
+                [sys.executable, "manage.py", "migrate"],
+                cwd=ROOT,
+                env={**env, "DATABASE_URL": database.url},
+                check=True,
+                capture_output=True,
+            )
+        clusters = [
+            subprocess.Popen(
+                [sys.executable, "manage.py", "work"],
+                cwd=ROOT,
+                env={**env, "DATABASE_URL": database.url, "QUEUE_POLL_SECONDS": str(poll)},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                preexec_fn=functools.partial(stop_when_parent_dies, os.getpid()),
+            )
+            for database, poll in ((fast_db, FAST_POLL), (slow_db, SLOW_POLL))
+        ]
+        try:
+            deadline = time.monotonic() + 120  # only a failure bound: clusters start in seconds
+            while not (queue_scans(fast_db.url) and queue_scans(slow_db.url)):
+                assert time.monotonic() < deadline and all(c.poll() is None for c in clusters), "no cluster polled"
+                time.sleep(0.2)
+            before = queue_scans(fast_db.url), queue_scans(slow_db.url)
+            time.sleep(POLL_WINDOW_SECONDS)
+            fast, slow = queue_scans(fast_db.url) - before[0], queue_scans(slow_db.url) - before[1]
+        finally:
+            for cluster in clusters:
+                cluster.terminate()
+            for cluster in clusters:
+                cluster.wait(timeout=60)
+    # The slow cluster polls no more often than every SLOW_POLL seconds (one more for where the window falls and
+    # one for PostgreSQL's statistics, flushed about once a second); the fast one many times as often.
+    assert 1 <= slow <= POLL_WINDOW_SECONDS / SLOW_POLL + 2, (fast, slow)
+    assert fast >= 5 * slow, (fast, slow)
+    print(f"queue polls in {POLL_WINDOW_SECONDS:g} s: {fast} at QUEUE_POLL_SECONDS={FAST_POLL}, {slow} at {SLOW_POLL}")

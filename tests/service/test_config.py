@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,78 @@ def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
         text=True,
         timeout=60,
     )
+
+
+def readme_variables() -> list[str]:
+    """The variables of the README's configuration table: the promise a user reads."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| Variable ")]
+    return [name.strip() for row in rows for name in row.split("|")[1].split(",")]
+
+
+# A value a user could plausibly get wrong, for every variable of the README's table. The test below checks that
+# this list and the table name the same variables, so a new row needs a bad value here.
+BAD_VALUES = {
+    "SERVICE_HOST": "my host",
+    "SERVICE_PORT": "abc",
+    "SERVICE_DATA_DIR": "{tmp}/a-file/data",
+    "DATABASE_URL": "mysql://db/app",
+    "REDIS_URL": "localhost:6379",
+    "SERVICE_API_KEY": "my secret key",
+    "BROWSER_EXECUTABLE": "/nonexistent/chrome",
+    "BROWSER_ARGS": "--lang='de",
+    "WORKERS": "0",
+    "ALLOW_PRIVATE_NETWORKS": "maybe",
+    "NETWORK_ALLOWLIST": "intranet",
+    "RUN_MAX_ATTEMPTS": "0",
+    "RUN_TIMEOUT_MAX_MS": "5m",
+    "RUN_LEASE_SECONDS": "1",
+    "RUN_REAP_INTERVAL_SECONDS": "often",
+    "QUEUE_POLL_SECONDS": "0",
+    "API_MAX_BODY_BYTES": "1MB",
+    "API_RATE_LIMIT": "-1",
+    "QUEUE_MAX_DEPTH": "0",
+    "BATCH_MAX_RUNS": "lots",
+    "OBSERVATION_MAX_CHARS": "10",
+    "SCREENSHOT_MAX_BYTES": "5e6",
+    "SECRET_KEY": "changeme",
+    "MODEL_PROVIDER": "acme",
+    "MODEL_NAME": "gpt 4o",
+    "OPENAI_API_KEY": "sk-\u00fcnicode-key",
+    "OPENAI_BASE_URL": "localhost:11434/v1",
+    "ANTHROPIC_API_KEY": "sk ant key",
+    "ANTHROPIC_BASE_URL": "ftp://proxy.example.com",
+    "EVENT_RETENTION_HOURS": "a week",
+    "EVENTS_MAX_BACKLOG": "5",
+    "SEARXNG_URL": "searxng:8080",
+    "EVENTS_MAX_SEND_BUFFER_BYTES": "4MiB",
+    "ALLOWED_HOSTS": "https://scrape.example.com",
+    "CSRF_TRUSTED_ORIGINS": "scrape.example.com",
+    "DEBUG": "sometimes",
+    "LOG_LEVEL": "verbose",
+}
+SECRETS = {"SERVICE_API_KEY", "SECRET_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+
+
+def test_every_variable_of_the_readme_table_has_a_bad_value_case():
+    assert sorted(readme_variables()) == sorted(BAD_VALUES)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_VALUES))
+def test_a_bad_value_stops_start_up_with_one_sentence_naming_the_variable(tmp_path, name):
+    (tmp_path / "a-file").write_text("not a directory")  # for SERVICE_DATA_DIR
+    value = BAD_VALUES[name].format(tmp=tmp_path)
+    env = {"SERVICE_DATA_DIR": str(tmp_path / "data"), name: value}
+    result = manage("check", env=env)
+    assert result.returncode == 1, result.stdout
+    assert result.stderr.startswith("configuration error: "), result.stderr
+    sentence = result.stderr.removeprefix("configuration error: ")
+    assert sentence.endswith(".\n") and sentence.count("\n") == 1, sentence  # one line, ending a sentence
+    assert sentence.startswith(f"{name} "), sentence  # names the variable first
+    assert not re.search(r"[.!?] [A-Z]", sentence), sentence  # one sentence, not two
+    if name in SECRETS:
+        assert value not in sentence  # a secret is never echoed, not even a wrong one
 
 
 def test_defaults(tmp_path, monkeypatch):

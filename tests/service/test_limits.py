@@ -1,5 +1,5 @@
-"""Configurable limits: requests per key (429 + Retry-After), queue depth (429), batch size, observation and
-screenshot sizes."""
+"""Configurable limits: requests per key (429 + Retry-After; a playground session spends its key's budget), queue
+depth (429), batch size, the longest timeoutMs, observation and screenshot sizes."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import json
 
 import pytest
 from django.core.cache import cache
+from django.test import Client
 from rest_framework.test import APIClient
 
 from runs import services
 from runs.models import Run, Step
 from service.models import ApiKey
+from tests.conftest import API_KEY
 
 pytestmark = pytest.mark.django_db
 SPEC = {"kind": "fetch", "url": "https://example.com/"}
@@ -34,6 +36,38 @@ def test_each_key_gets_api_rate_limit_requests_a_minute(api, settings):
     other.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert other.get("/api/runs").status_code == 200  # its own budget
     assert api.get("/api/health").status_code == 200  # health is never limited
+
+
+def test_a_playground_session_spends_the_same_budget_as_its_key(api, settings):
+    settings.API_RATE_LIMIT = 4
+    browser = Client(enforce_csrf_checks=True)
+    browser.get("/api/session")
+    signed_in = browser.post("/api/session", data=json.dumps({"key": API_KEY}), content_type="application/json")
+    assert signed_in.json() == {"signedIn": True, "keyName": "bootstrap"}
+    cache.clear()  # count from here: two requests with the key itself, two through the session
+    assert [api.get("/api/runs").status_code, browser.get("/api/runs").status_code] == [200, 200]
+    assert [api.get("/api/runs").status_code, browser.get("/api/runs").status_code] == [200, 200]
+    over = browser.get("/api/runs")
+    assert over.status_code == 429 and over.json()["error"]["code"] == "rate_limited"
+    assert api.get("/api/runs").status_code == 429  # the key's budget is spent for both
+
+
+def test_a_timeout_above_run_timeout_max_ms_is_a_400_naming_the_limit(api, settings):
+    settings.RUN_TIMEOUT_MAX_MS = 5000
+    too_long = submit(api, {**SPEC, "options": {"timeoutMs": 5001}})
+    assert too_long.status_code == 400
+    assert too_long.json() == {
+        "error": {
+            "code": "invalid_request",
+            "message": "options.timeoutMs: At most 5000 (RUN_TIMEOUT_MAX_MS).",
+            "fields": {"options.timeoutMs": ["At most 5000 (RUN_TIMEOUT_MAX_MS)."]},
+        }
+    }
+    assert Run.objects.count() == 0
+    assert submit(api, {**SPEC, "options": {"timeoutMs": 5000}}).status_code == 201
+    sync = submit(api, {"url": SPEC["url"], "timeoutMs": 5001}, "/api/fetch")
+    assert sync.status_code == 400
+    assert sync.json()["error"]["fields"] == {"timeoutMs": ["At most 5000 (RUN_TIMEOUT_MAX_MS)."]}
 
 
 def test_a_full_queue_refuses_new_runs_with_429(api, settings):

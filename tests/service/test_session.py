@@ -85,3 +85,77 @@ def test_revoking_the_key_ends_its_sessions(browser_client):
 
 def test_bearer_keys_need_no_csrf_token(api):
     assert submit(api).status_code == 201
+
+
+def test_a_session_works_from_an_origin_in_csrf_trusted_origins_and_not_from_another(browser_client, settings):
+    settings.CSRF_TRUSTED_ORIGINS = ["https://scrape.example.com"]
+    sign_in(browser_client, API_KEY)
+    trusted = {"HTTP_ORIGIN": "https://scrape.example.com"}
+    assert browser_client.get("/api/runs", **trusted).status_code == 200
+    assert submit(browser_client, **trusted, **csrf(browser_client)).status_code == 201
+    for other in ("https://evil.example.com", "http://scrape.example.com", "https://scrape.example.com:8443"):
+        for refused in (
+            browser_client.get("/api/runs", HTTP_ORIGIN=other),
+            submit(browser_client, HTTP_ORIGIN=other, **csrf(browser_client)),
+        ):
+            assert refused.status_code == 403
+            assert refused.json() == {
+                "error": {
+                    "code": "forbidden",
+                    "message": f"Origin {other} is refused: a signed-in session works only from this service's own "
+                    "pages (add the origin to CSRF_TRUSTED_ORIGINS to allow it, or send an API key).",
+                }
+            }
+
+
+def test_csrf_trusted_origins_is_read_from_the_environment(tmp_path):
+    from service.config import read_config
+
+    config = read_config(
+        {"SERVICE_DATA_DIR": str(tmp_path), "CSRF_TRUSTED_ORIGINS": "https://a.example, http://b:8080"}
+    )
+    assert config.csrf_trusted_origins == ["https://a.example", "http://b:8080"]
+
+
+@pytest.fixture(scope="module")
+def live_service(tmp_path_factory):
+    from tests.live import LiveService
+
+    service = LiveService(tmp_path_factory.mktemp("session"), CSRF_TRUSTED_ORIGINS="https://scrape.example.com")
+    yield service.start()
+    service.stop()
+
+
+@pytest.mark.live
+def test_the_event_stream_takes_a_session_from_our_origin_or_a_trusted_one_only(live_service):
+    """The same rule over the WebSocket: own origin (scheme, host and port) or CSRF_TRUSTED_ORIGINS."""
+    import requests
+    from websockets.exceptions import ConnectionClosed, InvalidStatus
+    from websockets.sync.client import connect
+
+    from tests.live import KEY
+
+    browser = requests.Session()
+    assert browser.post(f"{live_service.base_url}/api/session", json={"key": KEY}, timeout=10).json()["signedIn"]
+    cookie = {"Cookie": f"sessionid={browser.cookies['sessionid']}"}
+    for origin in (live_service.base_url, "https://scrape.example.com"):
+        with connect(live_service.events_url, additional_headers=cookie, origin=origin) as ws:
+            run_id = live_service.submit({"kind": "fetch", "url": "http://127.0.0.1:9/"})["id"]
+            frame = json.loads(ws.recv(timeout=30))
+            while frame["runId"] != run_id:
+                frame = json.loads(ws.recv(timeout=30))
+            assert frame["type"] == "run-queued", origin
+    # A page on another port of the same host shares the cookie; it is still not ours.
+    other_port = f"http://127.0.0.1:{live_service.port + 1}"
+    with (
+        connect(live_service.events_url, additional_headers=cookie, origin=other_port) as ws,
+        pytest.raises(ConnectionClosed) as closed,
+    ):
+        ws.recv(timeout=10)
+    assert (closed.value.rcvd.code, closed.value.rcvd.reason) == (
+        4403,
+        f"forbidden: a session does not work from {other_port}",
+    )
+    with pytest.raises(InvalidStatus) as refused:
+        connect(live_service.events_url, additional_headers=cookie, origin="https://evil.example.com")
+    assert refused.value.response.status_code == 403
