@@ -124,6 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
         query = {name: values[-1] for name, values in parse_qs(url.query, keep_blank_values=True).items()}
         fake.paths.append(url.path)
         fake.requests.append(query)
+        fake.headers.append({name.lower(): value for name, value in self.headers.items()})
         mode = fake.mode
         if mode == "html":
             self._send(403, "text/html; charset=utf-8", FORBIDDEN_PAGE)
@@ -157,6 +158,7 @@ class FakeSearxng:
         self.prefix = prefix.rstrip("/")
         self.requests: list[dict[str, str]] = []
         self.paths: list[str] = []
+        self.headers: list[dict[str, str]] = []  # each search request's headers, names in lower case
         self.http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.http.daemon_threads = True
         self.http.owner = self

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import signal
 import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import requests
@@ -19,12 +22,107 @@ from service.processes import stop_when_parent_dies
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "live-test-key"
+# For the tests that kill a worker (or let serve kill one at the end of its grace period) and wait for its run to
+# be re-queued: with the production lease (RUN_LEASE_SECONDS, 20 s) each would wait 20 s. Every other live service
+# keeps the production lease, which a loaded machine cannot lapse by accident (a lapsed lease is a correct retry,
+# and would break a test that counts attempts). The heartbeat renews every second, so 5 s leaves four renewals.
+SHORT_LEASE_SECONDS = 5
+# With a short lease the reaper looks often too, so a re-queue follows the expiry at once (production: 2 s).
+SHORT_LEASE_REAP_INTERVAL_SECONDS = 0.5
 
 
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+PROBE_PAGE = b"<html><head><title>Probe</title></head><body><main><h1>Probe</h1><p>Answered.</p></main></body></html>"
+
+
+class _ProbeHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):  # keep test output quiet
+        pass
+
+    def do_GET(self):
+        site: ProbeSite = self.server.owner
+        kind, _, key = self.path.strip("/").partition("/")
+        if kind == "hang-once":
+            with site.lock:
+                first = key not in site.seen
+                site.seen.add(key)
+            if first:
+                # Headers and half a page, then nothing: the load event never fires.
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", "100000")
+                self.end_headers()
+                self.wfile.write(b"<html><head><title>Hanging</title></head><body><p>Still loading")
+                self.wfile.flush()
+                time.sleep(ProbeSite.HOLD_SECONDS)
+                return
+        elif kind == "together":
+            with site.lock:
+                barrier = site.barriers.setdefault(key, threading.Barrier(site.parties))
+            try:
+                barrier.wait(timeout=ProbeSite.HOLD_SECONDS)
+            except threading.BrokenBarrierError:
+                self._send(503, b"<html><head><title>Alone</title></head><body>no one else came</body></html>")
+                return
+        else:
+            self._send(404, b"<html><body>unknown</body></html>")
+            return
+        self._send(200, PROBE_PAGE)
+
+    def _send(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class ProbeSite:
+    """Pages on 127.0.0.1 that show what the workers are doing:
+    - /hang-once/<key>: the first request hangs (a run on it is surely still running when a test kills its worker),
+      every later one answers at once (the retry is quick).
+    - /together/<key>: answers only when `parties` requests for the key are in flight at the same time, so that many
+      runs of it finish only if that many workers run them at once (a worker stuck elsewhere makes them time out).
+    """
+
+    HOLD_SECONDS = 120  # how long a request is held before the server lets go (only so no thread lives forever)
+
+    def __init__(self, parties: int = 2):
+        self.parties = parties
+        self.lock = threading.Lock()
+        self.seen: set[str] = set()
+        self.barriers: dict[str, threading.Barrier] = {}
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), _ProbeHandler)
+        self.http.daemon_threads = True
+        self.http.owner = self
+        self._thread = threading.Thread(target=self.http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.http.server_address[1]}{path}"
+
+    def wait_until_requested(self, path: str, timeout: float = 60) -> None:
+        """Until /hang-once/<key> has been asked for (a run is marked running before its browser starts: only
+        from the request on is it surely loading the page)."""
+        key = path.strip("/").partition("/")[2]
+        deadline = time.monotonic() + timeout
+        while key not in self.seen:
+            assert time.monotonic() < deadline, f"nobody asked for {path}"
+            time.sleep(0.05)
+
+    def __enter__(self) -> ProbeSite:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.http.shutdown()
+        self.http.server_close()
 
 
 def service_pids(data_dir: Path) -> list[int]:
@@ -59,7 +157,10 @@ def chromium_pids(marker: str) -> list[int]:
 
 
 class LiveService:
-    def __init__(self, data_dir: Path, *, grace: float = 10, **env: str):
+    """lease_seconds: RUN_LEASE_SECONDS, only for tests that kill workers (SHORT_LEASE_SECONDS); the production
+    default otherwise."""
+
+    def __init__(self, data_dir: Path, *, grace: float = 10, lease_seconds: int | None = None, **env: str):
         self.data_dir = data_dir
         self.grace = grace
         self.port = free_port()
@@ -72,8 +173,14 @@ class LiveService:
             "SERVICE_API_KEY": KEY,
             "ALLOW_PRIVATE_NETWORKS": "true",
             "WORKERS": "2",
-            "RUN_LEASE_SECONDS": "4",
-            "RUN_REAP_INTERVAL_SECONDS": "0.5",
+            **(
+                {
+                    "RUN_LEASE_SECONDS": str(lease_seconds),
+                    "RUN_REAP_INTERVAL_SECONDS": str(SHORT_LEASE_REAP_INTERVAL_SECONDS),
+                }
+                if lease_seconds is not None
+                else {}
+            ),
             "BROWSER_ARGS": f"'--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1' {self.marker}",
             "LOG_LEVEL": "WARNING",
             **env,
@@ -257,3 +364,68 @@ def django_database_text() -> str:
         host, port = settings["HOST"] or "127.0.0.1", settings["PORT"] or 5432
         return database_text(f"postgresql://{settings['USER']}@{host}:{port}/{settings['NAME']}")
     return database_text(str(settings["NAME"]))
+
+
+# The README is the contract: what it documents about the CLI, read from it (not from the commands' own parsers).
+README = ROOT / "README.md"
+# README (## CLI), under the table: "`fetch`, `extract` and `agent` runs ... on standard error when it is a terminal
+# (nothing when it is not, nor with `--quiet` or `--json` ...); `--queue` hands it to the workers ..., and
+# `--queue --wait` follows it there ... `--json` prints the whole run with its steps."
+README_RUN_COMMANDS = ("fetch", "extract", "agent")
+README_RUN_OPTIONS = ("--queue", "--wait", "--json", "--quiet")
+
+
+def _readme_section(heading: str) -> str:
+    text = README.read_text()
+    return text.split(f"\n{heading}\n", 1)[1].split("\n## ", 1)[0]  # with its ### subsections
+
+
+def readme_cli_options() -> dict[str, dict[str, list[str]]]:
+    """Each command's options as the README documents them, with the values it lists (`--render browser|http`):
+    {"fetch": {"--render": ["browser", "http"], "--out": [], ...}, "runs export": {...}, "query save": {...}}."""
+    cli = _readme_section("## CLI")
+    documented: dict[str, dict[str, list[str]]] = {}
+
+    def add(command: str, text: str) -> None:
+        options = documented.setdefault(command, {})
+        for option in re.findall(r"--[a-z][a-z-]*", text):
+            options.setdefault(option, [])
+        for option, values in re.findall(r"(--[a-z][a-z-]*) ([a-z]+(?:\\\|[a-z]+)+)", text):
+            options[option] = values.split("\\|")
+
+    # The table: | `fetch <url> [--full] [--render browser\|http] ...` | does |
+    for code in re.findall(r"^\| `([^`]+)` \|", cli, flags=re.MULTILINE):
+        words = []
+        for word in code.split():
+            if not re.fullmatch(r"[a-z]+", word):
+                break
+            words.append(word)
+        add(" ".join(words), code)
+    # The paragraph under the table: options every run command takes (it names others too, for one command each).
+    (paragraph,) = [part for part in cli.split("\n\n") if "`--queue`" in part]
+    assert all(f"{option}`" in paragraph for option in README_RUN_OPTIONS), "README_RUN_OPTIONS: read the README again"
+    for command in README_RUN_COMMANDS:
+        add(command, " ".join(README_RUN_OPTIONS))
+    # The examples of saved queries and history: .venv/bin/python manage.py query run shoe --wait  # or --storage-state
+    for command, rest in re.findall(r"manage\.py ((?:query|runs) [a-z]+)(.*)$", cli, flags=re.MULTILINE):
+        add(command, rest)
+    return {command: options for command, options in documented.items() if options or command.count(" ")}
+
+
+def help_entries(text: str) -> dict[str, tuple[str, str]]:
+    """argparse's --help output read as a user reads it: option -> (how it is written, its explanation)."""
+    entries: dict[str, tuple[str, str]] = {}
+    current: list[str] = []
+    for line in text.split("\noptions:\n", 1)[1].splitlines():
+        if line.startswith("  -"):
+            invocation, _, explanation = line.strip().partition("  ")
+            current = [token.rstrip(",") for token in invocation.split() if token.startswith("-")]
+            for option in current:
+                entries[option] = (invocation, explanation.strip())
+        elif line.startswith("    ") and current:
+            for option in current:
+                invocation, explanation = entries[option]
+                entries[option] = (invocation, f"{explanation} {line.strip()}".strip())
+        else:
+            current = []
+    return entries

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 
 import pytest
 import requests
@@ -115,8 +114,14 @@ def test_base_url_with_path_prefix_and_optional_trailing_slash(trailing):
 
 def test_session_is_used_when_given():
     with FakeSearxng() as searxng, requests.Session() as session:
+        # What a caller's session carries (a header, a cookie) reaches SearXNG only if the search goes through it.
         session.headers["X-Searxng-Test"] = "yes"
+        session.cookies.set("searxng_pref", "from-session", domain="127.0.0.1", path="/")
         assert len(searxng_search(searxng.base_url, "python", session=session)) == 4
+        searxng_search(searxng.base_url, "python")
+    with_session, without = searxng.headers
+    assert (with_session.get("x-searxng-test"), with_session.get("cookie")) == ("yes", "searxng_pref=from-session")
+    assert (without.get("x-searxng-test"), without.get("cookie")) == (None, None)
 
 
 def test_json_format_disabled_answers_403_and_says_how_to_enable_it():
@@ -200,9 +205,6 @@ def test_server_that_never_answers_times_out():
         silent.bind(("127.0.0.1", 0))
         silent.listen(8)
         base_url = f"http://127.0.0.1:{silent.getsockname()[1]}"
-        started = time.monotonic()
         failure = failure_of(base_url, timeout=0.3)
-        elapsed = time.monotonic() - started
     assert failure.code == "search_unavailable"
     assert failure.message == f"SearXNG at {base_url} did not answer within 0.3 s."
-    assert elapsed < 5

@@ -62,7 +62,11 @@ def test_check_with_url_tells_logged_in_from_logged_out(tmp_path, site, browser)
     run_command("profile", "import", "nobody", str(tmp_path / "none.json"))
     with pytest.raises(CommandError) as logged_out:
         run_command("profile", "check", "nobody", "--url", site.url("/members"))
-    assert "looks logged out" in str(logged_out.value)
+    # README: "profile check shop --url https://shop.example/account   # logged out? exit 1"
+    assert (str(logged_out.value), logged_out.value.returncode) == (
+        f"nobody looks logged out at {site.url('/members')}.",
+        1,
+    )
 
 
 def test_fetch_command_prints_markdown_and_refuses_both_state_options(site, data_dir):
@@ -96,8 +100,8 @@ def test_login_without_a_display_says_how_to_fix_it(data_dir):
         text=True,
         timeout=60,
     )
-    assert result.returncode == 1
-    assert "No display" in result.stderr and "xvfb-run" in result.stderr
+    assert result.returncode == 2  # README: exit 2 for "no display for `profile login`"
+    assert result.stderr.startswith("error: ") and "No display" in result.stderr and "xvfb-run" in result.stderr
     assert "Traceback" not in result.stderr
 
 

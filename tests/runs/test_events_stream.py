@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 import requests
@@ -21,8 +22,11 @@ from websockets.sync.client import connect
 
 from tests.live import (
     KEY,
+    REDIS_URL,
     ROOT,
+    SHORT_LEASE_SECONDS,
     LiveService,
+    ProbeSite,
     ScratchPostgres,
     postgres_available,
     redis_available,
@@ -30,22 +34,46 @@ from tests.live import (
 
 pytestmark = pytest.mark.live
 AUTH = {"Authorization": f"Bearer {KEY}"}
+BACKENDS = ["embedded", "postgres-redis"]
+
+# README: open connections on a revoked key are "closed (4401) within 5 s" of the revocation.
+REVOKED_CLOSE_SECONDS = 5
+# Counted from when `apikey revoke` has returned (its change is committed): one key check (a database query) and
+# the close frame's way to the client, on a loaded 2-core machine.
+REVOKED_CLOSE_MARGIN_SECONDS = 2
 
 
-@pytest.fixture(scope="module", params=["embedded", "postgres-redis"])
-def service(request, tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp(request.param)
-    if request.param == "embedded":
-        live = LiveService(data_dir).start()
-        yield live
-        live.stop()
+@contextlib.contextmanager
+def backend_service(backend: str, data_dir, **options) -> Iterator[LiveService]:
+    if backend == "embedded":
+        live = LiveService(data_dir, **options).start()
+        try:
+            yield live
+        finally:
+            live.stop()
         return
     if not (postgres_available() and redis_available()):
         pytest.skip("PostgreSQL on 127.0.0.1:5432 and Redis on 127.0.0.1:6379 are needed for this variant")
     with ScratchPostgres() as database:
-        live = LiveService(data_dir, DATABASE_URL=database.url, REDIS_URL="redis://127.0.0.1:6379/7").start()
+        live = LiveService(data_dir, DATABASE_URL=database.url, REDIS_URL=REDIS_URL, **options).start()
+        try:
+            yield live
+        finally:
+            live.stop()
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def service(request, tmp_path_factory):
+    with backend_service(request.param, tmp_path_factory.mktemp(request.param)) as live:
         yield live
-        live.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def short_lease_service(request, tmp_path):
+    """For the test that kills a worker: a lease short enough to wait out (the other tests keep the production one),
+    and one worker, which the cluster must replace."""
+    with backend_service(request.param, tmp_path, lease_seconds=SHORT_LEASE_SECONDS, WORKERS="1") as live:
+        yield live
 
 
 def frames_until(ws, done, timeout: float = 60) -> list[dict]:
@@ -94,14 +122,24 @@ def test_long_observation_is_cut_in_the_frame_and_complete_in_the_detail(service
     assert snapshot["observation"] == full[:2000]
 
 
-def test_a_killed_worker_gives_two_run_started_frames_for_one_run(service, site):
-    with connect(service.events_url, additional_headers=AUTH) as ws:
-        run = service.submit({"kind": "fetch", "url": site.url("/slow?ms=3000")})
-        service.wait(run["id"], statuses=("running",))
+def test_a_killed_worker_gives_two_run_started_frames_for_one_run(short_lease_service):
+    service = short_lease_service
+    with ProbeSite() as probe, connect(service.events_url, additional_headers=AUTH) as ws:
+        # The first load of the page hangs, so the run surely runs when its worker is killed; the retry is quick.
+        run = service.submit({"kind": "fetch", "url": probe.url("/hang-once/killed")})
+        probe.wait_until_requested("/hang-once/killed")
         os.kill(service.worker_pid(run["id"]), signal.SIGKILL)
         frames = [f for f in frames_until(ws, finished(run["id"])) if f["runId"] == run["id"]]
-    started = [f["attempt"] for f in frames if f["type"] == "run-started"]
-    assert started == [1, 2]
+    assert [(f["type"], f.get("attempt")) for f in frames] == [
+        ("run-queued", None),
+        ("run-started", 1),
+        ("run-queued", None),  # the reaper put it back on the queue
+        ("run-started", 2),
+        ("step", None),
+        ("screenshot", None),
+        ("step", None),
+        ("run-finished", None),
+    ]
     assert frames[-1]["status"] == "succeeded"
 
 
@@ -187,9 +225,8 @@ def apikey(service: LiveService, *args: str) -> str:
     return done.stdout.strip()
 
 
-def closed_within(ws, seconds: float):
-    """The close a connection gets within seconds (frames before it are read and dropped)."""
-    deadline = time.monotonic() + seconds
+def closed_before(ws, deadline: float):
+    """The close a connection gets before deadline (time.monotonic()); frames before it are read and dropped."""
     with pytest.raises(ConnectionClosed) as closed:
         while time.monotonic() < deadline:
             with contextlib.suppress(TimeoutError):
@@ -212,13 +249,12 @@ def test_a_revoked_key_and_its_session_are_closed_with_4401(service):
         for ws in sockets:
             assert frames_until(ws, lambda f: f["runId"] == run_id)[-1]["type"] == "run-queued"
 
-        revoked_at = time.monotonic()
         apikey(service, "revoke", "revoked-ws")
-        # Connections already open on the revoked key are closed within KEY_RECHECK_SECONDS (5 s); others stay.
+        deadline = time.monotonic() + REVOKED_CLOSE_SECONDS + REVOKED_CLOSE_MARGIN_SECONDS
+        # Connections already open on the revoked key are closed in time; the others stay open.
         for ws in sockets[:2]:
-            close = closed_within(ws, 15)
+            close = closed_before(ws, deadline)
             assert (close.code, close.reason) == (4401, "unauthenticated: the key was revoked")
-        assert time.monotonic() - revoked_at < 15
         run_id = service.submit({"kind": "fetch", "url": "http://127.0.0.1:9/"})["id"]
         assert frames_until(sockets[2], lambda f: f["runId"] == run_id)[-1]["type"] == "run-queued"
     # New connections with it are refused at once.

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import time
 
 import pytest
 
@@ -142,13 +144,30 @@ def test_answers_that_never_match_fail_with_schema_mismatch_and_keep_the_last(ap
     assert len(server.requests) == 3
 
 
+class TimedOpenAI(FakeOpenAI):
+    """The scripted OpenAI server, also noting when each request arrived."""
+
+    def __init__(self, answers: list):
+        super().__init__(answers)
+        self.arrivals: list[float] = []
+
+    def answer(self, path: str, body: dict) -> tuple[int, dict]:
+        self.arrivals.append(time.monotonic())
+        return super().answer(path, body)
+
+
 def test_rate_limit_is_retried_with_backoff(api, site, settings):
+    # 429 without Retry-After, twice: the client waits before each retry, and longer the second time.
     limited = (429, {"error": {"message": "slow down", "type": "rate_limit_error"}})
-    with FakeOpenAI([limited, GOOD_ANSWER]) as server:
+    with TimedOpenAI([limited, limited, GOOD_ANSWER]) as server:
         use_openai(settings, server)
         run = finished(api, submit(api, url=site.url("/product"), schema=MODEL_SCHEMA))
-    assert run["status"] == "succeeded"
-    assert len(server.requests) == 2
+    assert run["status"] == "succeeded", run["error"]
+    assert run["result"] == {"name": "Trail shoe", "price": 89.9}
+    assert len(server.requests) == 3
+    first_wait, second_wait = (later - earlier for earlier, later in itertools.pairwise(server.arrivals))
+    # Backing off means waiting markedly longer each time (a fixed pause, or none, gives two about equal gaps).
+    assert second_wait > 1.5 * first_wait, server.arrivals
 
 
 def test_provider_refusing_the_key_fails_clearly(api, site, settings):

@@ -15,6 +15,8 @@ from tests.fake_models import FakeOpenAI
 
 pytestmark = pytest.mark.django_db(transaction=True)
 TIMEOUT_MS = 3000
+# README: "timeoutMs bounds a run's whole time ... A run that reaches it ends failed with timeout and its browser
+# context is closed." The margin is for closing the context and recording the failure on a loaded 2-core machine.
 MARGIN_S = 5
 
 
