@@ -93,5 +93,8 @@ test-postgres: $(VENV)/.installed
 		echo "test-postgres: PostgreSQL on 127.0.0.1:5432 or Redis on 127.0.0.1:6379 not running, skipped"; \
 	fi
 
+# The benchmarks (tests/bench/, not part of make test), ending in one table: each figure next to the goal an issue
+# named for it. A quick pass on small samples by default (a few minutes); FULL=1 for the issues' sizes (an hour or
+# more).
 bench: setup
-	$(PY) -m pytest tests/bench -s -p no:randomly
+	$(PY) -m tests.bench $(if $(FULL),--full)

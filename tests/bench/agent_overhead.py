@@ -19,16 +19,14 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
+from tests.bench.goals import Result, print_table, rows
 from tests.fake_models import FakeOpenAI
 from tests.live import LiveService
 from tests.site import TestSite
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--steps", type=int, default=30)
-    args = parser.parse_args()
-    script = [{"tool": "click", "args": {"ref": 1}}] * args.steps + [{"tool": "done", "args": {"output": "ok"}}]
+def measure(steps: int) -> dict[str, float]:
+    script = [{"tool": "click", "args": {"ref": 1}}] * steps + [{"tool": "done", "args": {"output": "ok"}}]
     with TestSite() as site, FakeOpenAI(script) as model, tempfile.TemporaryDirectory() as data_dir:
         service = LiveService(
             Path(data_dir),
@@ -43,13 +41,14 @@ def main() -> None:
                     "kind": "agent",
                     "url": site.url("/page/1"),
                     "goal": "walk the pages",
-                    "options": {"maxSteps": args.steps + 5, "timeoutMs": 300_000},
+                    "options": {"maxSteps": steps + 5, "timeoutMs": 300_000},
                 }
             )
             done = service.wait(run["id"], timeout=600)
         finally:
             service.stop()
-        assert done["status"] == "succeeded", done["error"]
+        if done["status"] != "succeeded":
+            raise SystemExit(f"the agent run {done['status']}: {done['error']}")
         with sqlite3.connect(Path(data_dir) / "db.sqlite3") as db:
             stamps = [
                 datetime.fromisoformat(at)
@@ -68,6 +67,22 @@ def main() -> None:
         f"  act + settle + observe + screenshot (durationMs): p50 {statistics.median(durations):.0f} ms  "
         f"(goal: overhead p50 <= 300 ms)"
     )
+    return {
+        "step overhead p50 ms (act + settle + observe + screenshot)": statistics.median(durations),
+        "step to step p50 ms (loopback model included)": statistics.median(gaps),
+    }
+
+
+def figures(full: bool = False) -> Result:
+    steps = 30 if full else 10
+    return Result(f"{steps} steps", measure(steps))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=30)
+    args = parser.parse_args()
+    print_table(rows("agent_overhead", Result(f"{args.steps} steps", measure(args.steps))))
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import requests
 
+from tests.bench.goals import Result, print_table, rows
 from tests.bench.soak import descendants
 from tests.live import KEY, LiveService
 from tests.site import TestSite
@@ -292,14 +293,17 @@ def final_statuses(service: LiveService, ledger: Ledger) -> dict[str, dict]:
     return runs
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=120)
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--max-pending", type=int, default=60, help="Submit only while fewer runs are unfinished.")
     parser.add_argument("--drain-seconds", type=float, default=600, help="How long to wait for the last runs.")
-    args = parser.parse_args()
+    return parser
+
+
+def measure(args: argparse.Namespace) -> dict[str, int | float]:
     ledger = Ledger()
     with TestSite() as site, tempfile.TemporaryDirectory() as data_dir:
         service = LiveService(
@@ -394,7 +398,26 @@ def main() -> None:
     ):
         for line in lines[:5]:
             print(f"{title}: {line}")
-    failed = ledger.locked or locked_log or unfinished or ledger.server_errors or ledger.exceptions or ledger.unexpected
+    return {
+        '"database is locked" (responses + log)': len(ledger.locked) + len(locked_log),
+        "runs lost (not final)": len(unfinished),
+        "HTTP 5xx": len(ledger.server_errors),
+        "requests/s": requests_done / load_seconds,
+        "request errors and unexpected statuses": len(ledger.exceptions) + len(ledger.unexpected),
+    }
+
+
+def figures(full: bool = False) -> Result:
+    quick = [] if full else ["--seconds", "20", "--clients", "8"]
+    args = arguments().parse_args(quick)
+    return Result(f"{args.clients} clients, {args.workers} workers, {args.seconds:g} s", measure(args))
+
+
+def main() -> None:
+    args = arguments().parse_args()
+    found = measure(args)
+    print_table(rows("contention", Result(f"{args.clients} clients, {args.seconds:g} s", found)))
+    failed = any(found[name] for name in found if name != "requests/s")
     sys.exit(1 if failed else 0)
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from websockets.asyncio.client import connect
 
+from tests.bench.goals import Result, print_table, rows
 from tests.live import KEY, REDIS_URL, ROOT, LiveService, redis_available
 
 # Publishes through runs.events.event_step, as a worker does; the observation carries the send time.
@@ -46,7 +47,7 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-async def measure(service: LiveService, clients: int, count: int, interval: float) -> list[float]:
+async def measure_once(service: LiveService, clients: int, count: int, interval: float) -> list[float]:
     latencies: list[float] = []
     sockets = [
         await connect(service.events_url, additional_headers={"Authorization": f"Bearer {KEY}"}, max_queue=None)
@@ -73,28 +74,45 @@ async def measure(service: LiveService, clients: int, count: int, interval: floa
     return latencies
 
 
+def measure(events: int, interval: float, client_counts: list[int]) -> dict[str, float]:
+    variants = {"embedded": {}}
+    if redis_available():
+        variants["Redis layer"] = {"REDIS_URL": REDIS_URL}
+    else:
+        print("Redis on 127.0.0.1:6379 is not running: the Redis layer variant is not measured")
+    found: dict[str, float] = {}
+    for name, env in variants.items():
+        with tempfile.TemporaryDirectory() as data_dir:
+            service = LiveService(Path(data_dir), **env).start()
+            try:
+                for clients in client_counts:
+                    latencies = asyncio.run(measure_once(service, clients, events, interval))
+                    print(
+                        f"{name}, {clients} client(s), {events} events: "
+                        f"p50 {statistics.median(latencies):.1f} ms  p99 {percentile(latencies, 0.99):.1f} ms  "
+                        f"max {max(latencies):.1f} ms"
+                    )
+                    who = f"{clients} client" + ("s" if clients > 1 else "")
+                    found[f"{name}, {who}: p50 ms"] = statistics.median(latencies)
+                    found[f"{name}, {who}: p99 ms"] = percentile(latencies, 0.99)
+            finally:
+                service.stop()
+    return found
+
+
+def figures(full: bool = False) -> Result:
+    events = 300 if full else 100
+    return Result(f"{events} events", measure(events, 0.02, [1, 100]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--events", type=int, default=300)
     parser.add_argument("--interval", type=float, default=0.02, help="Seconds between events.")
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 100])
     args = parser.parse_args()
-    variants = {"embedded (SQLite, ticker)": {}}
-    if redis_available():
-        variants["SQLite + Redis layer"] = {"REDIS_URL": REDIS_URL}
-    for name, env in variants.items():
-        with tempfile.TemporaryDirectory() as data_dir:
-            service = LiveService(Path(data_dir), **env).start()
-            try:
-                for clients in args.clients:
-                    latencies = asyncio.run(measure(service, clients, args.events, args.interval))
-                    print(
-                        f"{name}, {clients} client(s), {args.events} events: "
-                        f"p50 {statistics.median(latencies):.1f} ms  p99 {percentile(latencies, 0.99):.1f} ms  "
-                        f"max {max(latencies):.1f} ms"
-                    )
-            finally:
-                service.stop()
+    found = measure(args.events, args.interval, args.clients)
+    print_table(rows("event_latency", Result(f"{args.events} events", found)))
 
 
 if __name__ == "__main__":

@@ -1,109 +1,335 @@
-"""Fetch throughput: the service (2 workers) against a plain Playwright script with the same concurrency.
+"""Fetch throughput: the service against a plain Playwright script doing the same pages at the same concurrency.
 
-    .venv/bin/python -m tests.bench.fetch_throughput [--pages 200] [--rounds 2]
+    .venv/bin/python -m tests.bench.fetch_throughput [--dataset article-extraction|tiny] [--pages N] [--rounds 2]
+                                                     [--guard on off]
 
-Both load the same local pages in the same Chromium with the same flags. The plain script is what a user
-would write by hand: per page a fresh context, goto (load), page.content(), close. The service does all of
-its work per page: queue, claim, settle wait, screenshot, Markdown, links, steps, events, result.
-Rounds alternate (plain, service, plain, service…) so machine noise hits both alike.
+What users run: real pages (../shared/datasets/article-extraction, news pages full of scripts and third-party
+subresources; read from there and served ungzipped by a loopback HTTP server), submitted as one batch of fetch runs
+with default options to `manage.py serve` in the default configuration: WORKERS=2, the production lease, the network
+guard on with NETWORK_ALLOWLIST=127.0.0.1:<site port> so the local site is reachable (`--guard off` adds a service
+with ALLOW_PRIVATE_NETWORKS=true next to it). `--dataset tiny` is the old figure on small local test pages
+(tests/site.py), without subresources.
+
+The plain script is what a user writes by hand: per page a fresh context, goto (load), a JPEG screenshot of the
+viewport, page.content(), close; WORKERS pages at a time, each in a long-lived process that has started Playwright's
+driver and launched the same Chromium with the same flags before the clock starts (as the service's workers have
+theirs warm; names that do not resolve fail at once for both sides, see HOST_RULES). The processes wait at a
+barrier; the clock starts when they are released together and stops when the last page is done: only the page loop
+is timed. Rounds alternate (plain, service, plain, service…) over the same pages so machine noise hits both alike;
+the ratio is taken per round. Pages/s counts the pages that loaded (succeeded) on each side.
+
+Per page: the service's time is the run's startedAt -> finishedAt (worker time), the plain script's is new_context ->
+close; a page is "> 3x" when the median of the first is more than three times the median of the second.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import multiprocessing
-import sqlite3
 import statistics
 import tempfile
+import threading
 import time
+from datetime import datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from playwright.sync_api import sync_playwright
-
-from runs.engine.browser import LAUNCH_ARGS, find_system_executable
+from tests.bench.goals import Result, print_table, rows
 from tests.live import LiveService
 from tests.site import TestSite
 
+ARTICLES = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "article-extraction" / "html"
+WORKERS = 2  # the service's default; the plain script runs as many pages at a time
+PAGE_TIMEOUT_MS = 60_000  # the service's default timeoutMs, for the plain script's goto
+# This machine has no internet, and Chromium's own resolver takes ~4 s per page to give up on the third-party names of
+# a real page where getaddrinfo (what the network guard uses) answers at once. Chromium that resolves names itself
+# (the plain script, the service with the guard off) gets this rule, so that a name that does not resolve costs it
+# what it costs the guard, and the slow resolver does not flatter the service.
 HOST_RULES = "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"
+# The production defaults (tests/live.py shortens the lease for its tests).
+DEFAULTS = {"WORKERS": str(WORKERS), "RUN_LEASE_SECONDS": "20", "RUN_REAP_INTERVAL_SECONDS": "2"}
 
 
-def _plain_worker(urls: list[str]) -> None:
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        pass  # a page's beacon or a closed tab leaving mid-answer: nothing the benchmark needs to hear about
+
+
+class DatasetSite:
+    """Pages of a dataset, ungzipped, on a loopback HTTP server at /<n>.html. Anything else is a 404 (the pages'
+    relative subresources): the same for both sides."""
+
+    def __init__(self, files: list[Path]):
+        self.pages = [gzip.decompress(path.read_bytes()) for path in files]
+
+    def __enter__(self) -> DatasetSite:
+        pages = self.pages
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                name = self.path.split("?", 1)[0].lstrip("/")
+                number = name.removesuffix(".html")
+                if name.endswith(".html") and number.isdigit() and int(number) < len(pages):
+                    body, status = pages[int(number)], 200
+                else:
+                    body, status = b"not found", 404
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def urls(self) -> list[str]:
+        return [f"http://127.0.0.1:{self.port}/{n}.html" for n in range(len(self.pages))]
+
+
+def _plain_worker(jobs: multiprocessing.Queue, results: multiprocessing.Queue, start: multiprocessing.Barrier) -> None:
+    """A user's script, kept alive between rounds: Playwright and Chromium start once, before any clock."""
+    from playwright.sync_api import sync_playwright
+
+    from runs.engine.browser import LAUNCH_ARGS, VIEWPORT, find_system_executable
+
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=find_system_executable(), args=[*LAUNCH_ARGS, HOST_RULES])
-        for url in urls:
-            context = browser.new_context()
-            page = context.new_page()
-            page.goto(url, wait_until="load")
-            page.content()
-            context.close()
+        while (urls := jobs.get()) is not None:
+            times: dict[str, float] = {}
+            failures: dict[str, str] = {}
+            start.wait()
+            for url in urls:
+                began = time.perf_counter()
+                context = browser.new_context(viewport=VIEWPORT)
+                try:
+                    page = context.new_page()
+                    page.goto(url, wait_until="load", timeout=PAGE_TIMEOUT_MS)
+                    page.screenshot(type="jpeg", quality=60)
+                    page.content()
+                except Exception as error:  # the page failed for the plain script: count it, go on
+                    failures[url] = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+                finally:
+                    context.close()
+                times[url] = time.perf_counter() - began
+            results.put((times, failures))
         browser.close()
 
 
-def plain_script(urls: list[str], concurrency: int) -> float:
-    shares = [urls[i::concurrency] for i in range(concurrency)]
-    # Browsers start before the clock, as the service's workers have theirs warm after the first page.
-    processes = [multiprocessing.Process(target=_plain_worker, args=(share[:1],)) for share in shares]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join()
-    started = time.perf_counter()
-    processes = [multiprocessing.Process(target=_plain_worker, args=(share,)) for share in shares]
-    for process in processes:
-        process.start()
-    for process in processes:
-        process.join()
-    return len(urls) / (time.perf_counter() - started)
+class PlainScript:
+    """WORKERS long-lived processes, each with its own Chromium, released together by a barrier for each round."""
+
+    def __init__(self, concurrency: int = WORKERS):
+        spawn = multiprocessing.get_context("spawn")
+        self.concurrency = concurrency
+        self.start = spawn.Barrier(concurrency + 1)
+        self.results = spawn.Queue()
+        self.jobs = [spawn.Queue() for _ in range(concurrency)]
+        self.processes = [
+            spawn.Process(target=_plain_worker, args=(jobs, self.results, self.start), daemon=True)
+            for jobs in self.jobs
+        ]
+        for process in self.processes:
+            process.start()
+
+    def run(self, urls: list[str]) -> tuple[float, dict[str, float], dict[str, str]]:
+        """Pages loaded per second, seconds per page and failures of one round over urls."""
+        for number, jobs in enumerate(self.jobs):
+            jobs.put(urls[number :: self.concurrency])
+        self.start.wait(timeout=300)  # every process has its browser up and its pages in hand
+        started = time.perf_counter()
+        times: dict[str, float] = {}
+        failures: dict[str, str] = {}
+        for _ in self.jobs:
+            their_times, their_failures = self.results.get(timeout=PAGE_TIMEOUT_MS / 1000 * len(urls) + 60)
+            times.update(their_times)
+            failures.update(their_failures)
+        return (len(urls) - len(failures)) / (time.perf_counter() - started), times, failures
+
+    def close(self) -> None:
+        for jobs in self.jobs:
+            jobs.put(None)
+        for process in self.processes:
+            process.join(timeout=30)
+            if process.is_alive():
+                process.kill()
 
 
-def service_run(service: LiveService, urls: list[str], options: dict) -> float:
-    database = service.data_dir / "db.sqlite3"
-    with sqlite3.connect(database) as db:
-        done_before = db.execute("select count(*) from runs_run where finished_at is not null").fetchone()[0]
+def service_round(service: LiveService, urls: list[str]) -> tuple[float, dict[str, float], dict[str, str]]:
+    """One batch of fetch runs with default options, as a user submits them: pages that succeeded per second, worker
+    seconds per page, failures (url -> error code and message)."""
     started = time.perf_counter()
-    for url in urls:
-        service.submit({"kind": "fetch", "url": url, "options": options})
+    response = service.session.post(
+        f"{service.base_url}/api/batches", json={"runs": [{"kind": "fetch", "url": url} for url in urls]}, timeout=120
+    )
+    assert response.status_code == 201, response.text
+    batch = response.json()["id"]
     while True:
-        with sqlite3.connect(database) as db:
-            done = db.execute("select count(*) from runs_run where finished_at is not null").fetchone()[0]
-            failed = db.execute("select count(*) from runs_run where status != 'succeeded'").fetchone()[0]
-        if done - done_before >= len(urls):
+        counts = service.get(f"/api/batches/{batch}").json()["counts"]
+        if counts["queued"] == counts["running"] == 0:
             break
-        time.sleep(0.05)
+        time.sleep(0.1)
     elapsed = time.perf_counter() - started
-    if failed:
-        raise SystemExit(f"{failed} runs did not succeed")
-    return len(urls) / elapsed
+    runs = []
+    url = f"{service.base_url}/api/runs?batch={batch}&limit=500"
+    while url:
+        page = service.session.get(url, timeout=60).json()
+        runs += page["results"]
+        url = page["next"]
+    times = {
+        run["url"]: seconds_between(run["startedAt"], run["finishedAt"])
+        for run in runs
+        if run["startedAt"] and run["finishedAt"]
+    }
+    failures = {
+        run["url"]: f"{(run['error'] or {}).get('code')}: {(run['error'] or {}).get('message', '')[:100]}"
+        for run in runs
+        if run["status"] != "succeeded"
+    }
+    return (len(urls) - len(failures)) / elapsed, times, failures
+
+
+def seconds_between(start: str, end: str) -> float:
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def start_service(data_dir: Path, guard: str, site_port: int) -> LiveService:
+    data_dir.mkdir()
+    env = dict(DEFAULTS)
+    if guard == "on":
+        env.update(ALLOW_PRIVATE_NETWORKS="false", NETWORK_ALLOWLIST=f"127.0.0.1:{site_port}")
+    else:
+        env.update(ALLOW_PRIVATE_NETWORKS="true")
+    service = LiveService(data_dir, **env)
+    # With the guard on, Chromium sends every request to the guard and resolves nothing itself: no rule, as in
+    # production (the marker, an unknown switch Chromium ignores, lets tests/live.py find this instance's processes).
+    service.env["BROWSER_ARGS"] = service.marker if guard == "on" else f"'{HOST_RULES}' {service.marker}"
+    return service.start(timeout=120)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def measure(dataset: str, pages: int, rounds: int, guards: list[str]) -> dict[str, float | int | str]:
+    """Plain script and service(s) side by side; prints the detail, returns the figures by name."""
+    label = "real pages" if dataset == "article-extraction" else "tiny pages"
+    if dataset == "article-extraction":
+        site_context = DatasetSite(sorted(ARTICLES.glob("*.html.gz"))[:pages])
+    else:
+        site_context = TestSite()
+    figures: dict[str, float | int | str] = {}
+    with site_context as site, tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+        if dataset == "article-extraction":
+            urls, port = site.urls(), site.port
+        else:
+            urls, port = [site.url(f"/page/{n}") for n in range(pages)], site.server.server_address[1]
+        warm_url = urls[0]
+        services: dict[str, LiveService] = {}
+        plain = PlainScript()
+        try:
+            for guard in guards:
+                services[guard] = start_service(Path(tmp) / guard, guard, port)
+                for _ in range(2 * WORKERS):  # warm the workers' browsers
+                    services[guard].wait(services[guard].submit({"kind": "fetch", "url": warm_url})["id"], timeout=120)
+            plain.run([warm_url] * WORKERS)  # and the plain processes' (their first context, first page)
+            plain_rates, plain_times, plain_failed = [], {}, {}
+            ours = {guard: {"rates": [], "times": {}, "failed": {}} for guard in guards}
+            for round_ in range(rounds):
+                rate, times, failed = plain.run(urls)
+                plain_rates.append(rate)
+                plain_failed.update(failed)
+                for url, seconds in times.items():
+                    plain_times.setdefault(url, []).append(seconds)
+                line = f"round {round_ + 1}: plain {rate:.2f} pages/s ({len(failed)} failed)"
+                for guard in guards:
+                    rate, times, failed = service_round(services[guard], urls)
+                    ours[guard]["rates"].append(rate)
+                    ours[guard]["failed"].update(failed)
+                    for url, seconds in times.items():
+                        ours[guard]["times"].setdefault(url, []).append(seconds)
+                    line += f"; service guard {guard} {rate:.2f} pages/s ({len(failed)} failed)"
+                print(line, flush=True)
+        finally:
+            plain.close()
+            for service in services.values():
+                service.stop()
+        for guard, service in services.items():
+            log = service.log_path.read_text(errors="replace")
+            if "Traceback" in log:  # an internal_error's story: the first one in the service's log
+                print(f"service guard {guard}, first traceback in serve.log:\n{log[log.index('Traceback') :][:3000]}")
+    plain_median = {url: statistics.median(times) for url, times in plain_times.items()}
+    print(
+        f"{label}, {len(urls)} pages x {rounds} rounds, {WORKERS} at a time on each side; plain Playwright: "
+        f"{statistics.mean(plain_rates):.2f} pages/s, per page p50 {statistics.median(plain_median.values()):.2f} s "
+        f"p90 {percentile(list(plain_median.values()), 0.9):.2f} s max {max(plain_median.values()):.2f} s, "
+        f"failed {len(plain_failed)}"
+    )
+    figures[f"{label}, guard {guards[0]}: plain Playwright pages/s"] = statistics.mean(plain_rates)
+    for url, error in sorted(plain_failed.items()):
+        print(f"  plain failed {url}: {error}")
+    for guard in guards:
+        side = ours[guard]
+        ratios = [service / plain for service, plain in zip(side["rates"], plain_rates, strict=True)]
+        service_median = {url: statistics.median(times) for url, times in side["times"].items()}
+        slow = sorted(
+            (service_median[url] / plain_median[url], url)
+            for url in service_median
+            if url in plain_median and service_median[url] > 3 * plain_median[url]
+        )
+        lost = sorted(set(side["failed"]) - set(plain_failed))
+        print(
+            f"service, guard {guard}: {statistics.mean(side['rates']):.2f} pages/s; ratio per round "
+            f"{', '.join(f'{r:.2f}' for r in ratios)} (median {statistics.median(ratios):.2f}); per page (worker time) "
+            f"p50 {statistics.median(service_median.values()):.2f} s p90 "
+            f"{percentile(list(service_median.values()), 0.9):.2f} s max {max(service_median.values()):.2f} s; "
+            f"{len(slow)} pages > 3x their plain time; failed {len(side['failed'])} ({len(lost)} that plain loaded)"
+        )
+        for ratio, url in slow[-10:]:
+            print(f"  {ratio:5.1f}x  {url}  service {service_median[url]:.1f} s, plain {plain_median[url]:.1f} s")
+        for url in lost:
+            print(f"  failed {url}: {side['failed'][url]}")
+        figures[f"{label}, guard {guard}: service pages/s"] = statistics.mean(side["rates"])
+        figures[f"{label}, guard {guard}: service/plain"] = statistics.median(ratios)
+        figures[f"{label}, guard {guard}: pages > 3x their plain time"] = len(slow)
+        figures[f"{label}, guard {guard}: pages failed that plain loaded"] = len(lost)
+    return figures
+
+
+def figures(full: bool = False) -> Result:
+    if not full:
+        pages = 10
+        return Result(f"{pages} real pages x 2 rounds, guard on", measure("article-extraction", pages, 2, ["on"]))
+    found = measure("article-extraction", 181, 2, ["on", "off"])
+    found.update(
+        (name, value)
+        for name, value in measure("tiny", 200, 2, ["off"]).items()
+        if name.endswith(("service/plain", "failed that plain loaded"))
+    )
+    return Result("181 real pages x 2 rounds, guard on and off; 200 tiny pages x 2", found)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--pages", type=int, default=200)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dataset", choices=["article-extraction", "tiny"], default="article-extraction")
+    parser.add_argument("--pages", type=int, default=181, help="The first N pages of the dataset (tiny: N pages).")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--no-screenshots", action="store_true")
+    parser.add_argument("--guard", nargs="+", choices=["on", "off"], default=["on"], help="on: the default config.")
     args = parser.parse_args()
-    with TestSite() as site, tempfile.TemporaryDirectory() as data_dir:
-        service = LiveService(Path(data_dir), WORKERS="2").start()
-        try:
-            # Warm the workers' browsers.
-            for _ in range(4):
-                service.wait(service.submit({"kind": "fetch", "url": site.url("/page/0")})["id"])
-            plain, ours = [], []
-            for round_ in range(args.rounds):
-                urls = [site.url(f"/page/{round_ * args.pages + n}") for n in range(args.pages)]
-                plain.append(plain_script(urls, concurrency=2))
-                ours.append(service_run(service, urls, {"screenshots": not args.no_screenshots}))
-                print(
-                    f"round {round_ + 1}: plain {plain[-1]:.1f} pages/s, service {ours[-1]:.1f} pages/s, "
-                    f"ratio {ours[-1] / plain[-1]:.2f}"
-                )
-        finally:
-            service.stop()
-    ratios = sorted(o / p for o, p in zip(ours, plain, strict=True))
-    print(
-        f"ratio per round {', '.join(f'{r:.2f}' for r in ratios)}; median {statistics.median(ratios):.2f} "
-        "(goal >= 0.85)"
-    )
+    found = measure(args.dataset, args.pages, args.rounds, args.guard)
+    print()
+    print_table(rows("fetch_throughput", Result(f"{args.pages} pages x {args.rounds} rounds", found)))
 
 
 if __name__ == "__main__":

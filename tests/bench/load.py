@@ -41,6 +41,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from tests.bench.contention import cpu_seconds, cpu_share, log_exceptions
+from tests.bench.goals import Result, print_table, rows
 from tests.live import KEY, LiveService
 from tests.site import TestSite
 
@@ -187,14 +188,17 @@ async def websocket_load(service: LiveService, site: TestSite, clients: int, run
     }
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=60)
     parser.add_argument("--clients", type=int, default=200)
     parser.add_argument("--seed-runs", type=int, default=300)
     parser.add_argument("--ws-runs", type=int, default=30)
     parser.add_argument("--ws-interval", type=float, default=0.3, help="Seconds between WebSocket-phase submits.")
-    args = parser.parse_args()
+    return parser
+
+
+def measure(args: argparse.Namespace) -> dict[str, int | float]:
     with TestSite() as site, tempfile.TemporaryDirectory() as data_dir:
         service = LiveService(Path(data_dir), API_RATE_LIMIT="0").start(timeout=120)
         try:
@@ -258,8 +262,26 @@ def main() -> None:
     print(f"tracebacks in serve.log: {len(exceptions_in_log)}")
     for line in exceptions_in_log[:5]:
         print(f"serve.log: {line}")
-    failed = http["errors"] or ws["complete"] != args.clients
-    sys.exit(1 if failed else 0)
+    return {
+        "HTTP errors": len(http["errors"]),
+        "HTTP req/s": len(everything) / http["seconds"],
+        "HTTP p99 ms": percentile(everything, 0.99),
+        "WebSocket clients missing a frame": args.clients - ws["complete"],
+        "WebSocket frame p99 ms": percentile(latencies, 0.99),
+    }
+
+
+def figures(full: bool = False) -> Result:
+    quick = [] if full else ["--seconds", "10", "--clients", "50", "--seed-runs", "30", "--ws-runs", "4"]
+    args = arguments().parse_args(quick)
+    return Result(f"{args.clients} clients, {args.seconds:g} s", measure(args))
+
+
+def main() -> None:
+    args = arguments().parse_args()
+    found = measure(args)
+    print_table(rows("load", Result(f"{args.clients} clients, {args.seconds:g} s", found)))
+    sys.exit(1 if found["HTTP errors"] or found["WebSocket clients missing a frame"] else 0)
 
 
 if __name__ == "__main__":

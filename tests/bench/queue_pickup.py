@@ -14,6 +14,7 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
+from tests.bench.goals import Result, print_table, rows
 from tests.live import LiveService
 from tests.site import TestSite
 
@@ -23,16 +24,13 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=100)
-    args = parser.parse_args()
+def measure(runs: int) -> dict[str, float]:
     with TestSite() as site, tempfile.TemporaryDirectory() as data_dir:
         service = LiveService(Path(data_dir)).start()
         try:
             service.wait(service.submit({"kind": "fetch", "url": site.url("/static")})["id"])  # warm up
             latencies = []
-            for n in range(args.runs):
+            for n in range(runs):
                 run = service.submit(
                     {"kind": "fetch", "url": site.url(f"/page/{n}"), "options": {"screenshots": False}}
                 )
@@ -47,6 +45,19 @@ def main() -> None:
         f"p90 {percentile(latencies, 0.90):.0f}  p99 {percentile(latencies, 0.99):.0f}  max {max(latencies):.0f}  "
         "(goal p50 <= 100, p99 <= 300)"
     )
+    return {"pickup p50 ms": statistics.median(latencies), "pickup p99 ms": percentile(latencies, 0.99)}
+
+
+def figures(full: bool = False) -> Result:
+    runs = 100 if full else 20
+    return Result(f"{runs} runs", measure(runs))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=100)
+    args = parser.parse_args()
+    print_table(rows("queue_pickup", Result(f"{args.runs} runs", measure(args.runs))))
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
+from tests.bench.goals import Result, print_table, rows
 from tests.live import REDIS_URL, LiveService, ScratchPostgres, postgres_available, redis_available
 from tests.site import TestSite
 
@@ -74,14 +75,17 @@ def measure(site: TestSite, workers: int, runs: int, pickups: int, **env: str) -
     }
 
 
-def main() -> None:
+def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--pickups", type=int, default=20)
-    args = parser.parse_args()
+    return parser
+
+
+def measure_all(args: argparse.Namespace) -> dict[str, float]:
     backends = ["sqlite"] + (["postgres"] if postgres_available() and redis_available() else [])
-    rows = []
+    rows_ = []
     with TestSite() as site:
         for workers in args.workers:
             for backend in backends:
@@ -92,7 +96,7 @@ def main() -> None:
                         )
                 else:
                     result = measure(site, workers, args.runs, args.pickups)
-                rows.append((backend, workers, result))
+                rows_.append((backend, workers, result))
                 print(
                     f"{backend:>8}  workers {workers}:  {result['throughput']:6.1f} runs/s  "
                     f"failed {result['failed']}  pickup p50 {result['pickup_p50']:5.0f} ms  "
@@ -100,11 +104,26 @@ def main() -> None:
                     flush=True,
                 )
     print("\n| backend | workers | runs/s | failed | pickup p50 ms | pickup p99 ms |\n|---|---|---|---|---|---|")
-    for backend, workers, result in rows:
+    for backend, workers, result in rows_:
         print(
             f"| {backend} | {workers} | {result['throughput']:.1f} | {result['failed']} | "
             f"{result['pickup_p50']:.0f} | {result['pickup_p99']:.0f} |"
         )
+    found: dict[str, float] = {}
+    for backend, workers, result in rows_:
+        found[f"{backend}, {workers} worker{'s' if workers > 1 else ''}: runs/s"] = result["throughput"]
+        found[f"{backend}, {workers} worker{'s' if workers > 1 else ''}: pickup p50 ms"] = result["pickup_p50"]
+    return found
+
+
+def figures(full: bool = False) -> Result:
+    args = arguments().parse_args([] if full else ["--runs", "50", "--workers", "1", "2", "--pickups", "5"])
+    return Result(f"{args.runs} runs per configuration", measure_all(args))
+
+
+def main() -> None:
+    args = arguments().parse_args()
+    print_table(rows("scale_workers", Result(f"{args.runs} runs per configuration", measure_all(args))))
 
 
 if __name__ == "__main__":

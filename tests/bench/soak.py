@@ -14,6 +14,7 @@ from pathlib import Path
 
 import requests
 
+from tests.bench.goals import Result, print_table, rows
 from tests.live import LiveService, chromium_pids
 from tests.site import TestSite
 
@@ -90,10 +91,7 @@ def slope_per_hour(samples: list[dict], key: str) -> float:
     return 60 * sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread if spread else 0.0
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--minutes", type=float, default=30)
-    args = parser.parse_args()
+def measure(minutes: float) -> dict[str, float]:
     with TestSite() as site, tempfile.TemporaryDirectory() as data_dir:
         service = LiveService(Path(data_dir), WORKERS="2").start()
         stop = threading.Event()
@@ -118,7 +116,7 @@ def main() -> None:
         feeder.start()
         samples = []
         try:
-            end = time.monotonic() + args.minutes * 60
+            end = time.monotonic() + minutes * 60
             while True:
                 pythons = python_workers(service)
                 wal = Path(data_dir) / "db.sqlite3-wal"
@@ -146,13 +144,34 @@ def main() -> None:
             service.stop()
     steady = samples[1:] if len(samples) > 2 else samples  # minute 0 is start-up
     first, last = steady[0], steady[-1]
+    found: dict[str, float] = {}
+    names = {
+        "python_rss_mb": "python RSS growth %",
+        "chromium": "Chromium processes growth %",
+        "fds": "open fds growth %",
+        "wal_mb": "WAL size growth %",
+    }
     for key in ("python_rss_mb", "chromium", "chromium_all", "fds", "wal_mb"):
         growth = (last[key] - first[key]) / first[key] * 100 if first[key] else 0.0
+        if key in names:
+            found[names[key]] = growth
         print(
             f"{key:>14}: {first[key]:8.1f} -> {last[key]:8.1f}  ({growth:+.1f}%)  "
             f"slope {slope_per_hour(steady, key):+.2f}/h"
         )
-    print(f"{last['runs']} runs in {args.minutes:g} min")
+    print(f"{last['runs']} runs in {minutes:g} min")
+    return found
+
+
+def figures(full: bool = False) -> Result:
+    return Result("30 minutes", measure(30))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--minutes", type=float, default=30)
+    args = parser.parse_args()
+    print_table(rows("soak", Result(f"{args.minutes:g} minutes", measure(args.minutes))))
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from pathlib import Path
 import requests
 
 from runs.engine.markdown import to_markdown
+from tests.bench.goals import Result, print_table, rows
 from tests.live import LiveService
 from tests.site import TestSite
 
@@ -37,10 +38,7 @@ def timed(count: int, work) -> list[float]:
     return times
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--requests", type=int, default=300)
-    args = parser.parse_args()
+def measure(requests_count: int) -> dict[str, float]:
     with TestSite() as site, tempfile.TemporaryDirectory() as open_dir, tempfile.TemporaryDirectory() as guard_dir:
         port = site.server.server_address[1]
         plain = LiveService(Path(open_dir)).start()
@@ -60,7 +58,8 @@ def main() -> None:
                     response = service.session.post(
                         f"{service.base_url}/api/fetch", json={"url": site.url(f"/page/{n}"), "render": "http"}
                     )
-                    assert response.status_code == 200, response.text
+                    if response.status_code != 200:
+                        raise SystemExit(f"POST /api/fetch answered {response.status_code}: {response.text[:200]}")
 
                 return call
 
@@ -70,7 +69,7 @@ def main() -> None:
             rounds = 3
             for _ in range(rounds):  # interleaved, so drift hits all three alike
                 for name, work in (("in-process", direct), ("service", through(plain)), ("guarded", through(guarded))):
-                    results.setdefault(name, []).extend(timed(args.requests // rounds, work))
+                    results.setdefault(name, []).extend(timed(requests_count // rounds, work))
         finally:
             plain.stop()
             guarded.stop()
@@ -82,6 +81,23 @@ def main() -> None:
             f"{1000 / statistics.mean(times):6.1f} req/s  overhead p50 {p50 - base:+5.1f} ms"
         )
     print("goal: service overhead <= 15 ms p50")
+    return {
+        "service overhead p50 ms (guard off)": statistics.median(results["service"]) - base,
+        "service overhead p50 ms (guard on, default)": statistics.median(results["guarded"]) - base,
+        "service req/s (guard on, sequential)": 1000 / statistics.mean(results["guarded"]),
+    }
+
+
+def figures(full: bool = False) -> Result:
+    count = 300 if full else 60
+    return Result(f"{count} requests per side", measure(count))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--requests", type=int, default=300)
+    args = parser.parse_args()
+    print_table(rows("sync_fetch", Result(f"{args.requests} requests per side", measure(args.requests))))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from websockets.sync.client import connect
 
-from tests.live import KEY, LiveService, chromium_pids
+from tests.bench.goals import Result, print_table, rows
+from tests.live import KEY, SHORT_LEASE_SECONDS, LiveService, chromium_pids
 from tests.site import TestSite
 
 
@@ -32,12 +33,11 @@ def kill_worker(service: LiveService, run_id: str) -> None:
     os.kill(service.worker_pid(run_id), signal.SIGKILL)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--kills", type=int, default=20)
-    args = parser.parse_args()
+def measure(kills: int) -> dict[str, int]:
+    killed: list[str] = []
+    not_good: set[str] = set()  # not succeeded after exactly 2 attempts with one clean trace
     with TestSite() as site, tempfile.TemporaryDirectory() as data_dir:
-        service = LiveService(Path(data_dir), RUN_MAX_ATTEMPTS="3").start()
+        service = LiveService(Path(data_dir), lease_seconds=SHORT_LEASE_SECONDS, RUN_MAX_ATTEMPTS="3").start()
         try:
             finished_events: dict[str, int] = {}
             ok = 0
@@ -56,8 +56,9 @@ def main() -> None:
             listener = threading.Thread(target=listen, daemon=True)
             listener.start()
             time.sleep(0.5)
-            for n in range(args.kills):
+            for n in range(kills):
                 run_id = service.submit({"kind": "fetch", "url": site.url(f"/slow?ms=3000&n={n}")})["id"]
+                killed.append(run_id)
                 kill_worker(service, run_id)
                 run = service.wait(run_id, timeout=90)
                 good = (
@@ -66,6 +67,8 @@ def main() -> None:
                     and [s["action"] for s in run["steps"]] == ["navigate", "snapshot"]
                 )
                 ok += good
+                if not good:
+                    not_good.add(run_id)
                 print(f"kill {n + 1:2}: {run['status']} after {run['attempts']} attempts", flush=True)
             time.sleep(1)
             stop.set()
@@ -94,13 +97,37 @@ def main() -> None:
         time.sleep(2)
         orphans = chromium_pids(service.marker)
     print(
-        f"\n{ok}/{args.kills} killed runs finished exactly once "
+        f"\n{ok}/{kills} killed runs finished exactly once "
         f"(run-finished events per run: {sorted(set(finished_events.values()))}) in {elapsed:.0f} s; "
         f"cluster afterwards: {after['status']}; "
         f"always-killed run: {doomed_run['status']} {doomed_run['error'] and doomed_run['error']['code']} "
-        f"after {doomed_run['attempts']} attempts; Chromium browsers after {args.kills + 3} kills: {browsers} "
+        f"after {doomed_run['attempts']} attempts; Chromium browsers after {kills + 3} kills: {browsers} "
         f"(2 workers); Chromium processes left after stop: {len(orphans)}"
     )
+
+    not_once = not_good | {run_id for run_id in killed if finished_events.get(run_id, 0) != 1}
+    return {
+        "killed runs not finished exactly once": len(not_once),
+        "always-killed run failed after RUN_MAX_ATTEMPTS (1 = yes)": int(
+            doomed_run["status"] == "failed"
+            and (doomed_run["error"] or {}).get("code") == "worker_lost"
+            and doomed_run["attempts"] == 3
+        ),
+        "cluster takes work afterwards (1 = yes)": int(after["status"] == "succeeded"),
+        "Chromium processes left after stop": len(orphans),
+    }
+
+
+def figures(full: bool = False) -> Result:
+    kills = 20 if full else 2
+    return Result(f"{kills} kills", measure(kills))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--kills", type=int, default=20)
+    args = parser.parse_args()
+    print_table(rows("worker_death", Result(f"{args.kills} kills", measure(args.kills))))
 
 
 if __name__ == "__main__":
