@@ -18,12 +18,11 @@ import pytest
 import requests
 
 from service.processes import stop_when_parent_dies
-from tests.live import ROOT, LiveService
+from tests.live import ROOT, SHORT_LEASE_REAP_INTERVAL_SECONDS, SHORT_LEASE_SECONDS, LiveService
 
 pytestmark = pytest.mark.live
 # Only failure bounds: a working build gets there in a few seconds.
 GENEROUS_SECONDS = 120
-REAP_INTERVAL_SECONDS = 0.5
 
 
 def ancestors(pid: int) -> list[int]:
@@ -39,11 +38,9 @@ class SplitTopology:
     """The README's commands, each in a process of its own: migrate once, then daphne, work and reap --loop."""
 
     def __init__(self, tmp_path: Path):
-        # LiveService for its environment and HTTP helpers only; `serve` is never started. A short lease: this
-        # test kills a worker and waits for its lease to lapse.
-        self.live = LiveService(
-            tmp_path, RUN_LEASE_SECONDS="4", RUN_REAP_INTERVAL_SECONDS=str(REAP_INTERVAL_SECONDS), WORKERS="1"
-        )
+        # LiveService for its environment and HTTP helpers only; `serve` is never started. A short lease (and the
+        # reaper interval that goes with it): this test kills a worker and waits for its lease to lapse.
+        self.live = LiveService(tmp_path, lease_seconds=SHORT_LEASE_SECONDS, WORKERS="1")
         self.processes: dict[str, subprocess.Popen] = {}
         self.log = (tmp_path / "split.log").open("ab")
 
@@ -131,7 +128,7 @@ def test_daphne_alone_takes_runs_the_separate_worker_executes_and_the_separate_r
     while not split.lease_expired(slow["id"]):
         assert time.monotonic() < deadline
         time.sleep(0.2)
-    time.sleep(4 * REAP_INTERVAL_SECONDS)  # four reaper intervals: daphne and work leave the expired run alone
+    time.sleep(4 * SHORT_LEASE_REAP_INTERVAL_SECONDS)  # four reaper intervals: daphne and work leave it alone
     assert live.get(f"/api/runs/{slow['id']}").json()["status"] == "running"
     processes["reap"].send_signal(signal.SIGCONT)
     finished = live.wait(slow["id"], timeout=GENEROUS_SECONDS)

@@ -1,19 +1,23 @@
 """README, Stopping, crashes and timeouts: "A worker that dies (SIGKILL, out of memory) is noticed by its lease: its
 run is re-queued … Its Chromium exits with it." A worker of a running `serve` is SIGKILLed while its browser is
-up; every process it had started (Playwright's driver, Chromium and Chromium's helpers) goes away."""
+up; every process it had started (Playwright's driver, Chromium and Chromium's helpers) goes away, and the event
+stream shows the re-queue (README, Events: `run-queued` again before the retry's `run-started`)."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 from pathlib import Path
 
 import pytest
+from websockets.sync.client import connect
 
-from tests.live import LiveService
+from tests.live import KEY, SHORT_LEASE_SECONDS, LiveService
 
 pytestmark = pytest.mark.live
+AUTH = {"Authorization": f"Bearer {KEY}"}
 # The README promises no bound for Chromium's exit: this is only how long the test waits before calling it a
 # failure (on a working build the processes are gone within about a second).
 GENEROUS_EXIT_SECONDS = 30
@@ -58,8 +62,9 @@ def alive(pid: int) -> bool:
 
 
 def test_a_sigkilled_workers_chromium_exits_with_it_and_its_run_is_requeued(tmp_path, site):
-    # A short lease: this test kills a worker and waits for its lease to lapse.
-    service = LiveService(tmp_path, RUN_LEASE_SECONDS="4").start()
+    # A short lease (and the reaper interval that goes with it): this test kills a worker and waits for its lease
+    # to lapse.
+    service = LiveService(tmp_path, lease_seconds=SHORT_LEASE_SECONDS).start()
     try:
         run = service.submit({"kind": "fetch", "url": site.url("/slow?ms=4000")})
         service.wait(run["id"], statuses=("running",))
@@ -81,5 +86,19 @@ def test_a_sigkilled_workers_chromium_exits_with_it_and_its_run_is_requeued(tmp_
 
         finished = service.wait(run["id"], timeout=120)
         assert (finished["status"], finished["attempts"]) == ("succeeded", 2), finished
+
+        # README, Events: the reaper's re-queue is a run-queued frame, before the retry's own run-started.
+        with connect(f"{service.events_url}?after=0&runId={run['id']}", additional_headers=AUTH) as events:
+            frames = [json.loads(events.recv(timeout=30))]
+            while frames[-1]["type"] != "run-finished":
+                frames.append(json.loads(events.recv(timeout=30)))
+        lifecycle = [(frame["type"], frame.get("attempt")) for frame in frames if frame["type"].startswith("run-")]
+        assert lifecycle == [
+            ("run-queued", None),
+            ("run-started", 1),
+            ("run-queued", None),
+            ("run-started", 2),
+            ("run-finished", None),
+        ], frames
     finally:
         service.stop()

@@ -113,7 +113,8 @@ class Command(CliCommand):
             "--render",
             choices=["auto", "browser", "http"],
             default="auto",
-            help="browser (default for runs: the trace keeps a screenshot) or http (plain HTTP, no browser).",
+            help="auto (the default; for a run it means the browser, so the trace keeps a screenshot), browser, "
+            "or http (plain HTTP, no browser).",
         )
         parser.add_argument(
             "--out", help="Write the Markdown to this file instead of standard output (checked before the run)."

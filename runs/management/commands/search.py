@@ -20,7 +20,12 @@ class Command(CliCommand):
         parser.add_argument("--limit", type=int, default=10, help="At most this many results (1-50, default 10).")
         parser.add_argument("--categories", help="SearXNG categories, e.g. news or it.")
         parser.add_argument("--language", help="Result language, e.g. en or de-CH.")
-        parser.add_argument("--time-range", dest="time_range", choices=["day", "week", "month", "year"])
+        parser.add_argument(
+            "--time-range",
+            dest="time_range",
+            choices=["day", "week", "month", "year"],
+            help="Only results from the last day, week, month or year.",
+        )
         parser.add_argument("--fetch", action="store_true", help="Also fetch every result's page as Markdown.")
         parser.add_argument("--json", action="store_true", dest="as_json", help='Print {"results": [...]} as JSON.')
 
