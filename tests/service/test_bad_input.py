@@ -16,13 +16,11 @@ from django_q.models import OrmQ
 
 from queries.models import SavedQuery
 from runs import services
-from runs.engine.browser import Browser
 from runs.engine.fetch import fetch
 from runs.engine.netpolicy import NetworkPolicy
 from runs.engine.spec import EngineError, FetchOptions, FetchSpec, NullRecorder
 from runs.jobs import execute_run
 from runs.models import Batch, Run
-from tests.conftest import TEST_BROWSER_ARGS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -254,19 +252,15 @@ def test_an_invalid_url_is_400_at_submit(api, url, message):
     assert SavedQuery.objects.count() == 1
 
 
-def test_playwrights_protocol_errors_become_a_sentence_with_a_documented_code():
+def test_playwrights_protocol_errors_become_a_sentence_with_a_documented_code(browser):
     """The engine alone (no API check in front): Chromium refuses the URL with "Protocol error (Page.navigate)"."""
-    browser = Browser(extra_args=TEST_BROWSER_ARGS)
-    try:
-        spec = FetchSpec(
-            url="http://127.0.0.1:99999/",
-            options=FetchOptions(render="browser", timeout_ms=10_000),
-            network=NetworkPolicy(allow_private=True),
-        )
-        with pytest.raises(EngineError) as failed:
-            fetch(spec, NullRecorder(), browser)
-    finally:
-        browser.close()
+    spec = FetchSpec(
+        url="http://127.0.0.1:99999/",
+        options=FetchOptions(render="browser", timeout_ms=10_000),
+        network=NetworkPolicy(allow_private=True),
+    )
+    with pytest.raises(EngineError) as failed:
+        fetch(spec, NullRecorder(), browser)
     assert (failed.value.code, failed.value.message) == ("navigation_error", "The browser could not load the page.")
 
 
