@@ -281,6 +281,12 @@ class RunDetailSerializer(RunSerializer):
 
 
 class RunFilterSerializer(serializers.Serializer):
+    """The filters of the run history and the export. Unknown parameters are refused: a misspelt filter must not
+    silently list (or export) everything."""
+
+    endpoint = "GET /api/runs"
+    unknown_hints: dict[str, str] = {}
+
     kind = serializers.ChoiceField(choices=Run.Kind.choices, required=False)
     status = serializers.ChoiceField(choices=Run.Status.choices, required=False)
     query = serializers.CharField(required=False, max_length=64)
@@ -288,14 +294,21 @@ class RunFilterSerializer(serializers.Serializer):
     since = serializers.DateTimeField(required=False, help_text="createdAt at or after this ISO 8601 time")
     until = serializers.DateTimeField(required=False, help_text="createdAt before this ISO 8601 time")
 
+    def to_internal_value(self, data):
+        unknown = sorted(set(data) - set(self.fields))
+        if unknown:
+            known = ", ".join(self.fields)
+            fallback = f"Unknown parameter; {self.endpoint} takes {known}."
+            raise serializers.ValidationError({name: [self.unknown_hints.get(name, fallback)] for name in unknown})
+        return super().to_internal_value(data)
+
 
 RUNS_PAGE_DEFAULT = 50
 RUNS_PAGE_MAX = 500
 
 
 class RunListParamsSerializer(RunFilterSerializer):
-    """GET /api/runs: the filters, a page size and the cursor of a page this API gave out (in `next`/`previous`).
-    Unknown parameters are refused: a misspelt filter must not silently list everything."""
+    """GET /api/runs: the filters, a page size and the cursor of a page this API gave out (in `next`/`previous`)."""
 
     limit = serializers.IntegerField(
         required=False,
@@ -311,22 +324,16 @@ class RunListParamsSerializer(RunFilterSerializer):
         required=False, help_text="The page to read: take it from the `next` or `previous` URL of an answer."
     )
 
-    def to_internal_value(self, data):
-        unknown = sorted(set(data) - set(self.fields))
-        if unknown:
-            hint = {
-                "next": "To page, follow the answer's next URL (its cursor parameter); there is no next parameter.",
-                "page": "Pages are read by cursor: follow the answer's next URL (its cursor parameter).",
-                "offset": "Pages are read by cursor: follow the answer's next URL (its cursor parameter).",
-            }
-            known = ", ".join(self.fields)
-            raise serializers.ValidationError(
-                {name: [hint.get(name, f"Unknown parameter; GET /api/runs takes {known}.")] for name in unknown}
-            )
-        return super().to_internal_value(data)
+    unknown_hints = {
+        "next": "To page, follow the answer's next URL (its cursor parameter); there is no next parameter.",
+        "page": "Pages are read by cursor: follow the answer's next URL (its cursor parameter).",
+        "offset": "Pages are read by cursor: follow the answer's next URL (its cursor parameter).",
+    }
 
 
 class ExportParamsSerializer(RunFilterSerializer):
+    endpoint = "GET /api/export"
+
     format = serializers.ChoiceField(
         choices=["json", "csv"], error_messages={"required": "Choose format=json or format=csv."}
     )

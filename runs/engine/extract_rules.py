@@ -128,10 +128,11 @@ def is_rule_schema(schema: dict) -> bool:
 
     def leaves_ok_children(node: dict) -> bool:
         if node.get("type") == "object":
-            properties = node.get("properties") or {}
-            return bool(properties) and all(leaves_ok(child) for child in properties.values())
+            properties = node.get("properties")
+            return isinstance(properties, dict) and bool(properties) and all(map(leaves_ok, properties.values()))
         if node.get("type") == "array":
-            items = node.get("items") or {}
+            # `items` may also be a boolean (2020-12) or a list (draft-07 tuples): no rules for those.
+            items = node.get("items") if isinstance(node.get("items"), dict) else {}
             if items.get("type") in ("object", "array"):
                 return leaves_ok_children(items) if "x-selector" in node else leaves_ok(items)
             return "x-selector" in node or "x-source" in node or leaves_ok(items)
@@ -296,7 +297,7 @@ def _extract(node_schema: dict, name: str, scope, page: _Page, item_type: str | 
             target = matches[0]
         return {key: _extract(child, key, target, page, item_type) for key, child in node_schema["properties"].items()}
     if kind == "array":
-        items_schema = node_schema.get("items") or {}
+        items_schema = node_schema["items"] if isinstance(node_schema.get("items"), dict) else {}
         if "x-selector" in node_schema:
             elements = _select(scope, node_schema["x-selector"])
             if items_schema.get("type") == "object":

@@ -13,6 +13,7 @@ import ipaddress
 import os
 import socket
 import struct
+import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -201,13 +202,22 @@ def _ask(server: str, port: int, question: bytes, kind: int) -> list[IPAddress]:
     # Header: id, flags (recursion desired), one question; then the question with its type and class IN.
     query = struct.pack("!HHHHHH", query_id, 0x0100, 1, 0, 0, 0) + question + struct.pack("!HH", kind, _IN)
     family = socket.AF_INET6 if ":" in server else socket.AF_INET
+    deadline = time.monotonic() + DNS_TIMEOUT_S  # one bound for the question, however many strays arrive
     with socket.socket(family, socket.SOCK_DGRAM) as udp:
-        udp.settimeout(DNS_TIMEOUT_S)
-        udp.sendto(query, (server, port))
+        udp.connect((server, port))  # the kernel drops datagrams from any other address
+        udp.send(query)
         while True:
-            reply, _ = udp.recvfrom(4096)
+            udp.settimeout(max(deadline - time.monotonic(), 0.001))
+            reply = udp.recv(4096)  # socket.timeout (an OSError) at the deadline
             if len(reply) >= 12 and struct.unpack("!H", reply[:2])[0] == query_id:
                 break  # anything else is a stray or spoofed datagram
+    try:
+        return _addresses(reply, kind)
+    except (struct.error, ValueError):
+        raise OSError("malformed DNS answer") from None
+
+
+def _addresses(reply: bytes, kind: int) -> list[IPAddress]:
     flags, questions, answers = struct.unpack("!HHH", reply[2:8])
     if flags & 0x0200:
         raise OSError("the DNS answer was truncated")

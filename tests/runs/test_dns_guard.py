@@ -18,10 +18,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from runs.engine.fetch import fetch
-from runs.engine.netpolicy import NetworkPolicy
+from runs.engine.netpolicy import DNS_TIMEOUT_S, NetworkPolicy, Refused
 from runs.engine.spec import EngineError, FetchOptions, FetchSpec, NullRecorder
 
 PUBLIC, PRIVATE = "127.0.0.2", "127.0.0.1"
+LOOKUP_MARGIN_S = 3.0
 PUBLIC_PAGE = """<!doctype html><html><head><title>Public</title></head><body><main><h1>Public page</h1>
 <p>Served from the allowlisted address, standing in for a public site.</p>
 <img src="/pixel.png"><iframe src="/frame"></iframe><script>fetch('/data.json').catch(() => 0)</script>
@@ -224,3 +225,61 @@ def test_a_name_that_turns_private_while_the_page_loads_reaches_nothing_private(
     assert public.hits == ["/"]
     assert private.hits == []
     assert dns.lookups["rebind.test"] >= 3, "the page's subresources were looked up again, and refused"
+
+
+class MisbehavingDns:
+    """A nameserver on 127.0.0.1 that never gives a usable answer: `stray` floods the asker with datagrams carrying
+    another query id (a spoofing attempt or a confused server); `cut` answers with the right id but a record cut off
+    in the middle."""
+
+    def __init__(self, how: str) -> None:
+        self.how = how
+        self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.socket.bind(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.stopped = threading.Event()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                query, client = self.socket.recvfrom(4096)
+            except OSError:
+                return
+            if self.how == "cut":
+                header = query[:2] + struct.pack("!HHHHH", 0x8180, 0, 1, 0, 0)
+                self.socket.sendto(header + struct.pack("!HHH", 0xC00C, 1, 1), client)
+                continue
+            wrong_id = bytes([query[0] ^ 0xFF, query[1]])
+            while not self.stopped.wait(0.2):
+                self.socket.sendto(wrong_id + struct.pack("!HHHHH", 0x8180, 0, 0, 0, 0), client)
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.socket.close()
+
+
+@pytest.mark.parametrize("how", ["stray", "cut"])
+def test_a_nameserver_that_never_answers_properly_is_a_dns_error_not_a_hang_or_a_crash(how):
+    server = MisbehavingDns(how)
+    try:
+        policy = NetworkPolicy(nameservers=(f"127.0.0.1:{server.port}",))
+        outcome: list[BaseException | None] = []
+
+        def lookup() -> None:
+            try:
+                policy.resolve("flaky.test")
+                outcome.append(None)
+            except BaseException as error:  # what the lookup ended with, whatever it was
+                outcome.append(error)
+
+        worker = threading.Thread(target=lookup, daemon=True)
+        worker.start()
+        # Two questions (A and AAAA), each bounded by DNS_TIMEOUT_S; the margin is for a loaded machine.
+        worker.join(timeout=2 * DNS_TIMEOUT_S + LOOKUP_MARGIN_S)
+        assert not worker.is_alive(), "the lookup never ended"
+        [error] = outcome
+        assert isinstance(error, Refused), error
+        assert (error.code, str(error)) == ("dns_error", "The host name flaky.test could not be resolved.")
+    finally:
+        server.close()

@@ -97,3 +97,12 @@ def test_an_admin_sees_runs_with_their_steps_read_only_and_no_secrets(admin_clie
         assert canary not in text, page
         assert raw_key not in text and key.key_hash not in text, page
     assert "laptop" in admin_client.get("/admin/service/apikey/").text
+
+
+def test_the_key_list_cannot_be_filtered_by_the_hash(admin_client):
+    """A filter in the URL would let an admin page recover a key's hash prefix by prefix, though it never shows it."""
+    key, _ = ApiKey.issue("laptop")
+    assert admin_client.get("/admin/service/apikey/").status_code == 200
+    probe = admin_client.get(f"/admin/service/apikey/?key_hash__startswith={key.key_hash[:2]}")
+    assert probe.status_code == 400
+    assert admin_client.get("/admin/service/apikey/?name=laptop").status_code == 200

@@ -516,3 +516,30 @@ MISSING = "5b0e6a4c-31c4-4c1a-9a34-9e1f6e2b5d10"
 def test_an_unknown_object_is_404_saying_which(api, method, path, message):
     response = getattr(api, method)(path, content_type="application/json")
     assert (response.status_code, response.json()) == (404, {"error": {"code": "not_found", "message": message}})
+
+
+@pytest.mark.parametrize(
+    "items",
+    [True, [{"type": "string"}]],
+    ids=["items-true", "items-list"],
+)
+def test_valid_schemas_whose_items_are_not_an_object_are_not_a_crash(api, settings, items):
+    """`"items": true` (2020-12) and a list of items (draft-07 tuples) are valid JSON schema: without rules on every
+    leaf such a schema needs a model, which is a 400 that says so, never a 500."""
+    settings.MODEL_PROVIDER = None
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": items}}}
+    if isinstance(items, list):
+        schema["$schema"] = "http://json-schema.org/draft-07/schema#"
+    response = post(api, "/api/runs", {"kind": "extract", "url": "https://shop.test/", "schema": schema})
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "model_not_configured")
+    assert nothing_created()
+
+
+def test_a_misspelt_export_filter_is_400_not_an_export_of_everything(api):
+    services.run_submit(spec={"kind": "fetch", "url": "https://shop.test/"})
+    response = api.get("/api/export?format=csv&statsu=failed")
+    message = "Unknown parameter; GET /api/export takes kind, status, query, batch, since, until, format."
+    assert (response.status_code, response.json()) == (
+        400,
+        {"error": {"code": "invalid_request", "message": f"statsu: {message}", "fields": {"statsu": [message]}}},
+    )
