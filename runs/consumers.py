@@ -18,7 +18,7 @@ from django.conf import settings
 
 from runs import stream
 from runs.wakeup import GROUP
-from service.auth import key_credential, key_still_valid, session_credential
+from service.auth import key_credential, key_still_valid, origin_if_foreign, session_credential
 
 log = logging.getLogger(__name__)
 
@@ -179,11 +179,8 @@ def _foreign_origin(scope: dict) -> str | None:
     """The Origin of a browser page that is neither this service's own (scheme, host and port) nor one of
     CSRF_TRUSTED_ORIGINS: the same rule as for the HTTP API's sessions. (The handshake's origin check only matches
     host names, so a page on another port of the same host would pass it.)"""
-    origin = _header(scope, b"origin")
-    if origin is None:
-        return None
     own = f"{'https' if scope.get('scheme') == 'wss' else 'http'}://{_header(scope, b'host')}"
-    return None if origin in (own, *settings.CSRF_TRUSTED_ORIGINS) else origin
+    return origin_if_foreign(_header(scope, b"origin"), own)
 
 
 @database_sync_to_async

@@ -73,14 +73,19 @@ def session_holder(session) -> KeyHolder | None:
     return KeyHolder(key_name=credential[0]) if credential else None
 
 
+def origin_if_foreign(origin: str | None, own: str) -> str | None:
+    """The one origin rule of sessions, HTTP and WebSocket alike: an Origin that is neither this service's own
+    (scheme, host and port exactly) nor one of CSRF_TRUSTED_ORIGINS is foreign; None when it is ours or absent."""
+    if origin is None:
+        return None
+    return None if origin in (own, *settings.CSRF_TRUSTED_ORIGINS) else origin
+
+
 def foreign_origin(request) -> str | None:
     """The Origin a browser sent when it is not this service's own (nor one of CSRF_TRUSTED_ORIGINS). Same-origin
     navigations and scripts send none, or ours; a page elsewhere using the visitor's cookie sends its own."""
-    origin = request.META.get("HTTP_ORIGIN")
-    if origin is None:
-        return None
     own = f"{'https' if request.is_secure() else 'http'}://{request.get_host()}"
-    return None if origin in (own, *settings.CSRF_TRUSTED_ORIGINS) else origin
+    return origin_if_foreign(request.META.get("HTTP_ORIGIN"), own)
 
 
 def refuse_foreign_origin(request) -> None:
