@@ -68,8 +68,13 @@ def _enqueue_many(runs: list[Run]) -> None:
 
 
 def network_policy() -> NetworkPolicy:
-    """Where runs and synchronous fetches may connect, from ALLOW_PRIVATE_NETWORKS and NETWORK_ALLOWLIST."""
-    return NetworkPolicy(allow_private=settings.ALLOW_PRIVATE_NETWORKS, allowlist=tuple(settings.NETWORK_ALLOWLIST))
+    """Where runs and synchronous fetches may connect, from ALLOW_PRIVATE_NETWORKS and NETWORK_ALLOWLIST; who answers
+    the guard's DNS lookups, from NETWORK_DNS_SERVERS (empty: the system's resolver configuration)."""
+    return NetworkPolicy(
+        allow_private=settings.ALLOW_PRIVATE_NETWORKS,
+        allowlist=tuple(settings.NETWORK_ALLOWLIST),
+        nameservers=tuple(settings.NETWORK_DNS_SERVERS),
+    )
 
 
 def storage_state_path(spec: dict) -> str | None:

@@ -37,6 +37,7 @@ class Config:
     workers: int
     allow_private_networks: bool
     network_allowlist: tuple[str, ...]
+    network_dns_servers: tuple[str, ...]
     searxng_url: str | None
     model_provider: str | None
     model_name: str | None
@@ -127,6 +128,22 @@ def _allowlist(env: Mapping[str, str], name: str) -> tuple[str, ...]:
                 f"{name} entries must be addresses or networks with an optional port "
                 f"(10.0.0.5, 10.0.0.0/8, 127.0.0.1:8080, [::1]:8080), got {entry!r}."
             ) from None
+    return entries
+
+
+def _nameservers(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    entries = tuple(entry.strip() for entry in env.get(name, "").split(",") if entry.strip())
+    for entry in entries:
+        try:
+            network, _ = parse_allowlist_entry(entry)
+            single = network.num_addresses == 1 and "/" not in entry
+        except ValueError:
+            single = False
+        if not single:
+            raise ConfigError(
+                f"{name} entries must be addresses with an optional port (10.0.0.2, 127.0.0.1:5353, [::1]:53), "
+                f"got {entry!r}."
+            )
     return entries
 
 
@@ -285,6 +302,7 @@ def read_config(env: Mapping[str, str]) -> Config:
         workers=_int(env, "WORKERS", 2, 1, 64),
         allow_private_networks=_bool(env, "ALLOW_PRIVATE_NETWORKS", False),
         network_allowlist=_allowlist(env, "NETWORK_ALLOWLIST"),
+        network_dns_servers=_nameservers(env, "NETWORK_DNS_SERVERS"),
         searxng_url=_url(env, "SEARXNG_URL", ("http", "https")),
         model_provider=provider,
         model_name=_model_name(env, provider),

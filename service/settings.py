@@ -36,6 +36,7 @@ BROWSER_ARGS = CONFIG.browser_args
 WORKERS = CONFIG.workers
 ALLOW_PRIVATE_NETWORKS = CONFIG.allow_private_networks
 NETWORK_ALLOWLIST = CONFIG.network_allowlist
+NETWORK_DNS_SERVERS = CONFIG.network_dns_servers
 REDIS_URL = CONFIG.redis_url
 SEARXNG_URL = CONFIG.searxng_url
 MODEL_PROVIDER = CONFIG.model_provider

@@ -88,7 +88,7 @@ class NetworkGuard:
 
     async def _connect(self, client_w: asyncio.StreamWriter, host: str, port: int):
         try:
-            address = await self._loop.run_in_executor(None, self.policy.connect_address, host.strip("[]"), port)
+            address = await self.policy.connect_address_async(host.strip("[]"), port)
         except Refused as refused:
             self._last_refusal = (time.monotonic(), refused.code, str(refused))
             await _answer(client_w, 403, "Forbidden", str(refused), refused=refused.code)

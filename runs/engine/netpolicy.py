@@ -10,22 +10,48 @@ sub-request of a page) is runs/engine/netguard.py, which connects only to addres
 from __future__ import annotations
 
 import ipaddress
-import os
-import socket
-import struct
-import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+from runs.engine.resolver import IPAddress, Resolver, resolver_for
 
-# IPv6 ranges that carry an IPv4 address in their low 32 bits: NAT64 (well-known and local-use prefixes) and
-# the deprecated IPv4-compatible form. IPv4-mapped, 6to4 and Teredo have accessors of their own.
-_EMBEDS_IPV4 = (
-    ipaddress.ip_network("64:ff9b::/96"),
-    ipaddress.ip_network("64:ff9b:1::/48"),
-    ipaddress.ip_network("::/96"),
+# Which addresses are public is decided from this table, not from ipaddress.is_global, whose own tables changed
+# between Python patch releases (before the CVE-2024-4032 fix, 192.0.0.192, a cloud metadata address, and fec0::/10
+# passed). From the IANA IPv4 and IPv6 Special-Purpose Address Registries: every block that is not globally
+# reachable, and some that are but have no business being fetched (6to4 relays, the whole IETF protocol block).
+_IPV4_NOT_PUBLIC = tuple(
+    ipaddress.ip_network(block)
+    for block in (
+        "0.0.0.0/8",  # "this network"
+        "10.0.0.0/8",  # private
+        "100.64.0.0/10",  # shared address space (carrier-grade NAT)
+        "127.0.0.0/8",  # loopback
+        "169.254.0.0/16",  # link-local (cloud metadata at 169.254.169.254)
+        "172.16.0.0/12",  # private
+        "192.0.0.0/24",  # IETF protocol assignments (cloud metadata at 192.0.0.192)
+        "192.0.2.0/24",  # documentation (TEST-NET-1)
+        "192.88.99.0/24",  # deprecated 6to4 relay anycast
+        "192.168.0.0/16",  # private
+        "198.18.0.0/15",  # benchmarking
+        "198.51.100.0/24",  # documentation (TEST-NET-2)
+        "203.0.113.0/24",  # documentation (TEST-NET-3)
+        "224.0.0.0/4",  # multicast
+        "240.0.0.0/4",  # reserved, and the limited broadcast address
+    )
 )
+# IPv6: only global unicast (2000::/3) can be public, minus these blocks; IPv4-mapped, NAT64 (64:ff9b::/96) and
+# 6to4 addresses are judged by the IPv4 address they carry.
+_IPV6_GLOBAL_UNICAST = ipaddress.ip_network("2000::/3")
+_IPV6_NOT_PUBLIC = tuple(
+    ipaddress.ip_network(block)
+    for block in (
+        "2001::/23",  # IETF protocol assignments, Teredo (2001::/32) included
+        "2001:db8::/32",  # documentation
+        "3fff::/20",  # documentation
+    )
+)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
 
 
 class Refused(Exception):
@@ -79,26 +105,18 @@ def parse_literal(host: str) -> IPAddress | None:
     return parse_ipv4(host)
 
 
-def embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
-    if address.version == 4:
-        return None
-    if address.ipv4_mapped:
-        return address.ipv4_mapped
-    if address.sixtofour:
-        return address.sixtofour
-    if address.teredo:
-        return address.teredo[1]
-    if any(address in network for network in _EMBEDS_IPV4) and address != ipaddress.IPv6Address("::"):
-        return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-    return None
-
-
 def is_public(address: IPAddress) -> bool:
-    """Globally routable unicast, and so is any IPv4 address it embeds (::ffff:127.0.0.1 is loopback)."""
-    if not address.is_global or address.is_multicast:
-        return False
-    inner = embedded_ipv4(address)
-    return inner is None or is_public(inner)
+    """Globally reachable unicast by the special-purpose tables above; an IPv6 address that carries an IPv4 one
+    (::ffff:127.0.0.1, 64:ff9b::7f00:1, 2002:7f00:1::) is as public as the address it carries."""
+    if address.version == 4:
+        return not any(address in block for block in _IPV4_NOT_PUBLIC)
+    if address.ipv4_mapped is not None:
+        return is_public(address.ipv4_mapped)
+    if address in _NAT64:
+        return is_public(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    if address in _SIX_TO_FOUR:
+        return is_public(address.sixtofour)
+    return address in _IPV6_GLOBAL_UNICAST and not any(address in block for block in _IPV6_NOT_PUBLIC)
 
 
 @dataclass(frozen=True)
@@ -106,7 +124,7 @@ class NetworkPolicy:
     """allow_private: reach everything (tests, trusted intranets). allowlist: private destinations that stay
     reachable anyway, as "10.0.0.5", "10.0.0.0/8" or either with ":port" ("127.0.0.1:8080", "[::1]:8080").
     nameservers: DNS servers ("10.0.0.2", "127.0.0.1:5353") that answer the guard's lookups instead of the
-    system's resolver (a filtering resolver, a split-horizon DNS); tried in order."""
+    system's resolver (a filtering resolver, a split-horizon DNS); tried in order. Lookups: runs/engine/resolver.py."""
 
     allow_private: bool = False
     allowlist: tuple[str, ...] = ()
@@ -127,36 +145,38 @@ class NetworkPolicy:
         Every address must pass: a name that resolves to one public and one private address is refused, since
         the caller (or the browser) could end up on either.
         """
-        literal = parse_literal(host)
-        if literal is not None:
-            addresses = [literal]
-        elif _is_localhost_name(host):  # browsers resolve these to loopback without asking DNS
-            addresses = [ipaddress.IPv4Address("127.0.0.1")]
-        else:
-            addresses = self.resolve(host)
+        addresses = _without_lookup(host)
+        return self._judged(host, port, addresses if addresses is not None else self.resolve(host))
+
+    async def connect_address_async(self, host: str, port: int) -> str:
+        """connect_address() for a coroutine: the lookup waits on the resolver's thread, not on this loop."""
+        addresses = _without_lookup(host)
+        if addresses is None:
+            addresses = _resolved(host, await self.resolver.lookup_async(host))
+        return self._judged(host, port, addresses)
+
+    def resolve(self, host: str) -> list[IPAddress]:
+        """Every address a DNS name stands for, from the configured nameservers or the system's resolver."""
+        return _resolved(host, self.resolver.lookup(host))
+
+    @property
+    def resolver(self) -> Resolver:
+        servers = []
+        for entry in self.nameservers:
+            network, port = parse_allowlist_entry(entry)
+            servers.append((str(network.network_address), port or 53))
+        return resolver_for(tuple(servers))
+
+    def _judged(self, host: str, port: int, addresses: list[IPAddress]) -> str:
+        literal = parse_literal(host) is not None
         for address in addresses:
             if not self.permits(address, port):
-                where = "is" if literal is not None else f"resolves to {address}, which is"
+                where = "is" if literal else f"resolves to {address}, which is"
                 raise Refused(
                     f"{host} {where} a private, loopback or otherwise non-public address; "
                     "set ALLOW_PRIVATE_NETWORKS=true or list it in NETWORK_ALLOWLIST to reach it."
                 )
         return str(addresses[0])
-
-    def resolve(self, host: str) -> list[IPAddress]:
-        """Every address a DNS name stands for, from the configured nameservers or the system's resolver."""
-        name = host.rstrip(".")
-        try:
-            if self.nameservers:
-                addresses = dns_lookup(name, self.nameservers)
-            else:
-                infos = socket.getaddrinfo(name, None, type=socket.SOCK_STREAM)
-                addresses = [ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos]
-        except (OSError, UnicodeError, ValueError):
-            addresses = []
-        if not addresses:
-            raise Refused(f"The host name {host} could not be resolved.", "dns_error")
-        return addresses
 
     def check_url(self, url: str) -> None:
         """Refuse, before any connection, a URL whose scheme or host the policy forbids (Refused)."""
@@ -175,82 +195,21 @@ class NetworkPolicy:
         self.connect_address(host, port)
 
 
-DNS_TIMEOUT_S = 3.0
-_A, _AAAA, _IN = 1, 28, 1
+def _without_lookup(host: str) -> list[IPAddress] | None:
+    """The address of a literal host or a localhost name (browsers resolve those to loopback without asking DNS);
+    None for a name DNS must answer."""
+    literal = parse_literal(host)
+    if literal is not None:
+        return [literal]
+    if _is_localhost_name(host):
+        return [ipaddress.IPv4Address("127.0.0.1")]
+    return None
 
 
-def dns_lookup(name: str, nameservers: tuple[str, ...]) -> list[IPAddress]:
-    """The A and AAAA records of a name, asked of the first nameserver that answers (plain DNS over UDP,
-    RFC 1035; the nameserver does the recursion). Empty when the name does not exist or has no address."""
-    labels = [label.encode("idna") for label in name.split(".") if label]
-    if not labels or any(len(label) > 63 for label in labels):
-        return []
-    question = b"".join(bytes([len(label)]) + label for label in labels) + b"\0"
-    last_error: OSError | None = None
-    for server in nameservers:
-        network, port = parse_allowlist_entry(server)
-        address = str(network.network_address)
-        try:
-            return [found for kind in (_A, _AAAA) for found in _ask(address, port or 53, question, kind)]
-        except OSError as error:  # no answer (timeout, unreachable, truncated): the next nameserver
-            last_error = error
-    raise last_error or OSError("no nameserver")
-
-
-def _ask(server: str, port: int, question: bytes, kind: int) -> list[IPAddress]:
-    query_id = int.from_bytes(os.urandom(2), "big")
-    # Header: id, flags (recursion desired), one question; then the question with its type and class IN.
-    query = struct.pack("!HHHHHH", query_id, 0x0100, 1, 0, 0, 0) + question + struct.pack("!HH", kind, _IN)
-    family = socket.AF_INET6 if ":" in server else socket.AF_INET
-    deadline = time.monotonic() + DNS_TIMEOUT_S  # one bound for the question, however many strays arrive
-    with socket.socket(family, socket.SOCK_DGRAM) as udp:
-        udp.connect((server, port))  # the kernel drops datagrams from any other address
-        udp.send(query)
-        while True:
-            udp.settimeout(max(deadline - time.monotonic(), 0.001))
-            reply = udp.recv(4096)  # socket.timeout (an OSError) at the deadline
-            if len(reply) >= 12 and struct.unpack("!H", reply[:2])[0] == query_id:
-                break  # anything else is a stray or spoofed datagram
-    try:
-        return _addresses(reply, kind)
-    except (struct.error, ValueError):
-        raise OSError("malformed DNS answer") from None
-
-
-def _addresses(reply: bytes, kind: int) -> list[IPAddress]:
-    flags, questions, answers = struct.unpack("!HHH", reply[2:8])
-    if flags & 0x0200:
-        raise OSError("the DNS answer was truncated")
-    if flags & 0x000F:  # NXDOMAIN, SERVFAIL, REFUSED...: no addresses
-        return []
-    offset = 12
-    for _ in range(questions):
-        offset = _skip_name(reply, offset) + 4
-    found: list[IPAddress] = []
-    for _ in range(answers):
-        offset = _skip_name(reply, offset)
-        record_type, record_class, _ttl, length = struct.unpack("!HHIH", reply[offset : offset + 10])
-        data = reply[offset + 10 : offset + 10 + length]
-        offset += 10 + length
-        # CNAME records come first in a resolver's answer; the addresses they lead to follow.
-        if record_class == _IN and record_type == kind == _A and length == 4:
-            found.append(ipaddress.IPv4Address(data))
-        elif record_class == _IN and record_type == kind == _AAAA and length == 16:
-            found.append(ipaddress.IPv6Address(data))
-    return found
-
-
-def _skip_name(message: bytes, offset: int) -> int:
-    """The offset just past a (possibly compressed) domain name."""
-    while True:
-        if offset >= len(message):
-            raise OSError("malformed DNS answer")
-        length = message[offset]
-        if length & 0xC0 == 0xC0:
-            return offset + 2
-        if length == 0:
-            return offset + 1
-        offset += 1 + length
+def _resolved(host: str, addresses: list[IPAddress]) -> list[IPAddress]:
+    if not addresses:
+        raise Refused(f"The host name {host} could not be resolved.", "dns_error")
+    return addresses
 
 
 def _is_localhost_name(host: str) -> bool:

@@ -62,3 +62,44 @@ def test_the_allowlist_opens_exactly_the_listed_destinations():
 def test_malformed_allowlist_entries_are_errors(entry):
     with pytest.raises(ValueError):
         parse_allowlist_entry(entry)
+
+
+# The IANA special-purpose blocks that Python's ipaddress.is_global judged differently before the CVE-2024-4032 fix
+# (this machine's Python 3.11.7 among them), and their neighbours: the policy's own table decides, whatever the
+# Python patch level.
+@pytest.mark.parametrize(
+    "address",
+    [
+        "192.0.0.192",  # IETF protocol assignments: a cloud metadata address
+        "192.0.0.1",
+        "100.64.0.1",  # carrier-grade NAT
+        "100.127.255.254",
+        "198.18.0.1",  # benchmarking
+        "198.19.255.255",
+        "240.0.0.1",  # reserved
+        "255.255.255.255",
+        "192.88.99.1",  # deprecated 6to4 relays
+        "[fec0::1]",  # site-local
+        "[64:ff9b::7f00:1]",  # NAT64 of 127.0.0.1
+        "[64:ff9b::a00:1]",  # NAT64 of 10.0.0.1
+        "[64:ff9b:1::808:808]",  # local-use NAT64
+        "[2001::1]",  # Teredo
+        "[2001:db8::1]",  # documentation
+        "[3fff::1]",
+        "[5f00::1]",  # SRv6, outside global unicast
+        "[::808:808]",  # deprecated IPv4-compatible form
+        "[2002:7f00:1::1]",  # 6to4 of 127.0.0.1
+    ],
+)
+def test_special_purpose_blocks_are_refused_whatever_python_says(address):
+    with pytest.raises(Refused) as refused:
+        BLOCKING.check_url(f"http://{address}/")
+    assert refused.value.code == "url_not_allowed"
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["100.63.255.255", "100.128.0.1", "198.17.255.255", "198.20.0.1", "[64:ff9b::808:808]", "[2002:808:808::1]"],
+)
+def test_the_public_neighbours_of_those_blocks_pass(address):
+    BLOCKING.check_url(f"http://{address}/")

@@ -49,6 +49,7 @@ BAD_VALUES = {
     "WORKERS": "0",
     "ALLOW_PRIVATE_NETWORKS": "maybe",
     "NETWORK_ALLOWLIST": "intranet",
+    "NETWORK_DNS_SERVERS": "dns.example.com",
     "RUN_MAX_ATTEMPTS": "0",
     "RUN_TIMEOUT_MAX_MS": "5m",
     "RUN_LEASE_SECONDS": "1",
@@ -106,6 +107,7 @@ def test_defaults(tmp_path, monkeypatch):
     assert config.data_dir == tmp_path / "data"
     assert config.database_url is None and config.redis_url is None
     assert (config.allow_private_networks, config.network_allowlist) == (False, ())
+    assert config.network_dns_servers == ()
     assert oct((config.data_dir / "profiles").stat().st_mode & 0o777) == "0o700"
     assert config.job_retry_seconds > config.job_timeout_seconds > config.run_timeout_max_ms / 1000
 
@@ -133,6 +135,24 @@ def test_bad_values_are_one_clear_sentence(tmp_path, env, message):
     with pytest.raises(ConfigError) as failure:
         read_config({"SERVICE_DATA_DIR": str(tmp_path), **env})
     assert str(failure.value) == message
+
+
+def test_network_dns_servers_are_addresses_with_an_optional_port(tmp_path):
+    env = {"SERVICE_DATA_DIR": str(tmp_path), "NETWORK_DNS_SERVERS": " 10.0.0.2, 127.0.0.1:5353,[::1]:53,, fd00::53 "}
+    assert read_config(env).network_dns_servers == ("10.0.0.2", "127.0.0.1:5353", "[::1]:53", "fd00::53")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["dns.example.com", "10.0.0.0/8", "10.0.0.2/32", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:", "127.0.0.1:dns"],
+)
+def test_a_nameserver_that_is_no_single_address_stops_start_up(tmp_path, bad):
+    with pytest.raises(ConfigError) as failure:
+        read_config({"SERVICE_DATA_DIR": str(tmp_path), "NETWORK_DNS_SERVERS": f"10.0.0.2, {bad}"})
+    assert str(failure.value) == (
+        "NETWORK_DNS_SERVERS entries must be addresses with an optional port (10.0.0.2, 127.0.0.1:5353, [::1]:53), "
+        f"got {bad!r}."
+    )
 
 
 def test_bad_port_stops_start_up_with_one_line_on_stderr(tmp_path):
