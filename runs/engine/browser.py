@@ -21,13 +21,16 @@ from runs.engine.netpolicy import NetworkPolicy
 
 log = logging.getLogger(__name__)
 
-# A closed network: no background calls home, no component or sync traffic.
+# A closed network: no background calls home, no component or sync traffic; and no WebRTC UDP, which would go
+# around the network guard (a proxy sees TCP only): a page's STUN or peer traffic to a private address is never sent.
 LAUNCH_ARGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--no-first-run",
     "--disable-sync",
     "--disable-dev-shm-usage",
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",  # the switch's name in Chromium 156
+    "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",  # and in older ones (an unknown switch is ignored)
 )
 VIEWPORT = {"width": 1280, "height": 800}
 T = TypeVar("T")
