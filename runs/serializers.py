@@ -387,6 +387,11 @@ class FetchResponseSerializer(serializers.Serializer):
     markdown = serializers.CharField()
     links = serializers.ListField(child=serializers.CharField())
     render = serializers.ChoiceField(choices=["browser", "http"], help_text="How the page was loaded.")
+    loadState = serializers.ChoiceField(
+        choices=["load", "domcontentloaded"],
+        help_text="How far the browser got: domcontentloaded when the load event did not come within a few seconds "
+        "of DOMContentLoaded (the page was read as it was); always load for render http.",
+    )
     runId = serializers.UUIDField(required=False, help_text="With persist: true, the run that keeps it.")
 
 

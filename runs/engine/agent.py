@@ -23,9 +23,17 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from runs.engine.browser import Browser
 from runs.engine.extract import validation_errors
 from runs.engine.extract_rules import extract_by_rules, is_rule_schema
-from runs.engine.fetch import _TRACK_PENDING_JS, _navigation_error, capture_screenshot
 from runs.engine.markdown import to_markdown
 from runs.engine.models import DeadlinePassed, Model, ToolSpec
+from runs.engine.navigation import (
+    LOAD_GRACE_MS,
+    TRACK_PENDING_JS,
+    Deadline,
+    Tab,
+    capture_screenshot,
+    navigation_error,
+    replaced_document,
+)
 from runs.engine.netguard import REFUSED_HEADER, network_guard
 from runs.engine.spec import Credential, EngineError, FetchSpec, Recorder, checked_url
 
@@ -208,10 +216,11 @@ def _observe(page: Page, secrets: _Secrets) -> str:
         except PlaywrightError as error:
             # A navigation still under way (a failed one turns into Chromium's error page a moment later)
             # replaces the document under the script: read the page again once it has loaded.
-            if "Execution context was destroyed" not in str(error) or attempt == 2:
+            if not replaced_document(error) or attempt == 2:
                 raise
             with contextlib.suppress(PlaywrightTimeout):
-                page.wait_for_load_state("load", timeout=ACTION_WAIT_MS)
+                page.wait_for_load_state("domcontentloaded", timeout=ACTION_WAIT_MS)
+                page.wait_for_load_state("load", timeout=LOAD_GRACE_MS)
     secrets.password_field_visible = bool(seen["secret"])
     text = " ".join(seen["text"].split())[:TEXT_LIMIT]
     observation = (
@@ -228,8 +237,10 @@ def _wait_ms(deadline: float) -> int:
 
 
 def _settle(page: Page, deadline: float) -> None:
+    """After an action: the page's load event, for LOAD_GRACE_MS at most (a hanging subresource must not cost
+    every step ACTION_WAIT_MS)."""
     with contextlib.suppress(PlaywrightTimeout):
-        page.wait_for_load_state("load", timeout=_wait_ms(deadline))
+        page.wait_for_load_state("load", timeout=min(LOAD_GRACE_MS, _wait_ms(deadline)))
 
 
 def _by_ref(page: Page, arguments: dict):
@@ -298,16 +309,23 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
 
     try:
         page = context.new_page()
-        page.add_init_script(_TRACK_PENDING_JS)
+        page.add_init_script(TRACK_PENDING_JS)
         refused = _RefusedNavigations(page)
         started = time.monotonic()
         try:
-            page.goto(spec.page.url, wait_until="load", timeout=spec.page.options.timeout_ms)
-        except PlaywrightTimeout:
+            start = Deadline(spec.page.options.timeout_ms, recorder.checkpoint)
+            tab = Tab(page)
+            tab.goto(spec.page.url, start)
+            # The load event for LOAD_GRACE_MS at most, the page settled, and a page that navigates itself (a script
+            # redirect, a meta refresh) followed: the first observation is of the page the model will act on.
+            tab.snapshot(start)
+        except EngineError as error:
+            if error.code != "timeout":
+                raise
             raise failed("timeout", "The start page did not load within timeoutMs.") from None
         except PlaywrightError as error:
             refusal = _refusal(spec, started) if "net::ERR_" in str(error) else None
-            raise failed(*refusal) if refusal else _navigation_error(error) from None
+            raise failed(*refusal) if refusal else navigation_error(error) from None
         if refused.seen:  # the start URL led to a refused address: the run's URL is refused, as for fetch
             raise failed(
                 *(_refusal(spec, started) or ("url_not_allowed", "The page led to an address that is refused."))
@@ -396,7 +414,7 @@ def _screenshot(page: Page, spec: AgentSpec, secrets: _Secrets) -> bytes | None:
         return None
     if secrets.password_field_visible:
         # Password fields are masked, whatever they show (Playwright paints over them).
-        return page.screenshot(type="jpeg", quality=60, mask=[page.locator("input[type=password]")])
+        return capture_screenshot(page, mask=[page.locator("input[type=password]")])
     return capture_screenshot(page)
 
 
@@ -411,7 +429,7 @@ def _act(page: Page, name: str, arguments: dict, secrets: _Secrets, spec: AgentS
             checked_url(spec.page.network, url)
         except EngineError as error:
             raise _ActionError(error.message) from None
-        page.goto(url, wait_until="load", timeout=timeout)
+        page.goto(url, wait_until="domcontentloaded", timeout=timeout)  # then _settle: load, briefly
     elif name == "click":
         _by_ref(page, arguments).click(timeout=timeout)
     elif name == "type":
@@ -425,7 +443,7 @@ def _act(page: Page, name: str, arguments: dict, secrets: _Secrets, spec: AgentS
     elif name == "wait":
         page.wait_for_timeout(min(max(int(arguments.get("ms") or 500), 0), timeout))
     elif name == "back":
-        page.go_back(wait_until="load", timeout=timeout)
+        page.go_back(wait_until="domcontentloaded", timeout=timeout)
     elif name == "extract":
         schema = arguments.get("schema")
         if not isinstance(schema, dict) or not is_rule_schema(schema):

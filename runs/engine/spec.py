@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -68,7 +69,9 @@ class FetchSpec:
 
 @dataclass(frozen=True)
 class LoadedPage:
-    """A page as loaded, before conversion; render says how: "browser" (Chromium) or "http" (plain HTTP)."""
+    """A page as loaded, before conversion; render says how: "browser" (Chromium) or "http" (plain HTTP);
+    load_state how far the browser got: "load", or "domcontentloaded" when the load event did not come in time
+    (always "load" for plain HTTP: the whole response was read)."""
 
     url: str
     final_url: str
@@ -77,6 +80,9 @@ class LoadedPage:
     html: str
     links: list[str]
     render: str = "browser"
+    load_state: str = "load"
+    # The Markdown being converted while the browser finishes (screenshot, closing): (markdown, milliseconds).
+    markdown: Future[tuple[str, int]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -88,6 +94,7 @@ class FetchResult:
     markdown: str
     links: list[str]
     render: str = "browser"
+    load_state: str = "load"
 
     def to_dict(self) -> dict:
         return {
@@ -98,6 +105,7 @@ class FetchResult:
             "markdown": self.markdown,
             "links": self.links,
             "render": self.render,
+            "loadState": self.load_state,
         }
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import json
 import multiprocessing
 import statistics
 import tempfile
@@ -36,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from tests.bench.goals import Result, print_table, rows
+from tests.bench.markdown_quality import plain_text, score
 from tests.live import LiveService
 from tests.site import TestSite
 
@@ -62,6 +64,7 @@ class DatasetSite:
 
     def __init__(self, files: list[Path]):
         self.pages = [gzip.decompress(path.read_bytes()) for path in files]
+        self.ids = [path.name.removesuffix(".html.gz") for path in files]
 
     def __enter__(self) -> DatasetSite:
         pages = self.pages
@@ -165,9 +168,15 @@ class PlainScript:
                 process.kill()
 
 
-def service_round(service: LiveService, urls: list[str]) -> tuple[float, dict[str, float], dict[str, str]]:
+def service_round(
+    service: LiveService,
+    urls: list[str],
+    phases: dict[str, list[float]] | None = None,
+    markdown: dict[str, str] | None = None,
+) -> tuple[float, dict[str, float], dict[str, str]]:
     """One batch of fetch runs with default options, as a user submits them: pages that succeeded per second, worker
-    seconds per page, failures (url -> error code and message)."""
+    seconds per page, failures (url -> error code and message). Fills `phases` (seconds per run, by phase) when
+    given."""
     started = time.perf_counter()
     response = service.session.post(
         f"{service.base_url}/api/batches", json={"runs": [{"kind": "fetch", "url": url} for url in urls]}, timeout=120
@@ -196,7 +205,32 @@ def service_round(service: LiveService, urls: list[str]) -> tuple[float, dict[st
         for run in runs
         if run["status"] != "succeeded"
     }
+    if phases is not None:
+        add_phases(service, runs, elapsed, phases)
+    if markdown is not None:
+        markdown.update((run["url"], run["result"]["markdown"]) for run in runs if run["status"] == "succeeded")
     return (len(urls) - len(failures)) / elapsed, times, failures
+
+
+def add_phases(service: LiveService, runs: list[dict], elapsed: float, phases: dict[str, list[float]]) -> None:
+    """Where a run's time goes: the navigate step (context ready -> page settled, read and screenshot), the snapshot
+    step (HTML -> Markdown), the rest of the worker's time on the run (context set-up and close, recording steps and
+    events, finishing), and the time the workers held no run (queue pickup, idle at the round's start and end),
+    per run."""
+    worker_total = 0.0
+    for run in runs:
+        if not (run["startedAt"] and run["finishedAt"]):
+            continue
+        detail = service.get(f"/api/runs/{run['id']}").json()
+        steps = {step["action"]: step["durationMs"] / 1000 for step in detail["steps"]}
+        worker = seconds_between(run["startedAt"], run["finishedAt"])
+        worker_total += worker
+        phases.setdefault("navigate step", []).append(steps.get("navigate", 0.0))
+        phases.setdefault("snapshot step", []).append(steps.get("snapshot", 0.0))
+        phases.setdefault("worker, outside the steps", []).append(
+            worker - steps.get("navigate", 0.0) - steps.get("snapshot", 0.0)
+        )
+    phases.setdefault("workers holding no run", []).append((elapsed * WORKERS - worker_total) / max(1, len(runs)))
 
 
 def seconds_between(start: str, end: str) -> float:
@@ -245,7 +279,7 @@ def measure(dataset: str, pages: int, rounds: int, guards: list[str]) -> dict[st
                     services[guard].wait(services[guard].submit({"kind": "fetch", "url": warm_url})["id"], timeout=120)
             plain.run([warm_url] * WORKERS)  # and the plain processes' (their first context, first page)
             plain_rates, plain_times, plain_failed = [], {}, {}
-            ours = {guard: {"rates": [], "times": {}, "failed": {}} for guard in guards}
+            ours = {guard: {"rates": [], "times": {}, "failed": {}, "phases": {}, "markdown": {}} for guard in guards}
             for round_ in range(rounds):
                 rate, times, failed = plain.run(urls)
                 plain_rates.append(rate)
@@ -254,7 +288,8 @@ def measure(dataset: str, pages: int, rounds: int, guards: list[str]) -> dict[st
                     plain_times.setdefault(url, []).append(seconds)
                 line = f"round {round_ + 1}: plain {rate:.2f} pages/s ({len(failed)} failed)"
                 for guard in guards:
-                    rate, times, failed = service_round(services[guard], urls)
+                    side = ours[guard]
+                    rate, times, failed = service_round(services[guard], urls, side["phases"], side["markdown"])
                     ours[guard]["rates"].append(rate)
                     ours[guard]["failed"].update(failed)
                     for url, seconds in times.items():
@@ -296,6 +331,11 @@ def measure(dataset: str, pages: int, rounds: int, guards: list[str]) -> dict[st
             f"{percentile(list(service_median.values()), 0.9):.2f} s max {max(service_median.values()):.2f} s; "
             f"{len(slow)} pages > 3x their plain time; failed {len(side['failed'])} ({len(lost)} that plain loaded)"
         )
+        print(
+            "  per run, mean: "
+            + ", ".join(f"{phase} {statistics.mean(values):.3f} s" for phase, values in side["phases"].items())
+            + f"; plain script per page {statistics.mean(plain_median.values()):.3f} s"
+        )
         for ratio, url in slow[-10:]:
             print(f"  {ratio:5.1f}x  {url}  service {service_median[url]:.1f} s, plain {plain_median[url]:.1f} s")
         for url in lost:
@@ -304,7 +344,23 @@ def measure(dataset: str, pages: int, rounds: int, guards: list[str]) -> dict[st
         figures[f"{label}, guard {guard}: service/plain"] = statistics.median(ratios)
         figures[f"{label}, guard {guard}: pages > 3x their plain time"] = len(slow)
         figures[f"{label}, guard {guard}: pages failed that plain loaded"] = len(lost)
+        if dataset == "article-extraction":
+            quality = markdown_f1(site, side["markdown"])
+            print(f"  the service's Markdown (main content, rendered page) against the ground truth: F1 {quality:.3f}")
+            figures[f"{label}, guard {guard}: service Markdown F1"] = quality
     return figures
+
+
+def markdown_f1(site: DatasetSite, markdown: dict[str, str]) -> float:
+    """Mean 4-word-shingle F1 of the runs' Markdown against the dataset's articleBody (tests.bench.markdown_quality's
+    metric on the HTML the browser rendered, not the saved file): what a faster load must not cost. Pages that
+    failed score 0."""
+    truth = json.loads((ARTICLES.parent / "ground-truth.json").read_text())
+    scores = [
+        score(plain_text(markdown.get(url, "")), truth[page_id]["articleBody"])[2]
+        for url, page_id in zip(site.urls(), site.ids, strict=True)
+    ]
+    return statistics.mean(scores)
 
 
 def figures(full: bool = False) -> Result:

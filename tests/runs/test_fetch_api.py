@@ -40,6 +40,7 @@ def test_render_http_gives_the_page_without_a_browser(api, site):
         + "\n",
         "links": [site.url(path) for path in ("/", "/news", "/sport", "/report", "/privacy")],
         "render": "http",
+        "loadState": "load",  # the whole response was read
     }
     assert Run.objects.count() == 0  # not kept unless persist is true
 

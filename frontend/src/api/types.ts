@@ -100,6 +100,8 @@ export interface FetchResult {
   markdown: string;
   links: string[];
   render?: Render;
+  /** How far the browser got: "domcontentloaded" when the load event did not come in time. */
+  loadState?: "load" | "domcontentloaded";
 }
 
 export interface SavedQuery {

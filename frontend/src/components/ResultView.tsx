@@ -30,6 +30,14 @@ export function ResultView({ kind, result }: { kind: RunKind; result: unknown })
               <dd>{result.render}</dd>
             </div>
           )}
+          {result.loadState === "domcontentloaded" && (
+            <div>
+              <dt>Load state</dt>
+              <dd title="The load event did not come within a few seconds; the page was read as it was">
+                DOMContentLoaded only
+              </dd>
+            </div>
+          )}
           <div>
             <dt>Links</dt>
             <dd>{result.links.length.toLocaleString()}</dd>

@@ -1,0 +1,384 @@
+"""Bringing a browser page to a state worth reading, for fetch (and extract through it) and the agent.
+
+Three things real pages do that a plain `goto(wait_until="load")` handles badly:
+- `load` never fires when one subresource hangs, though the document was complete long before. The load event
+  is waited for LOAD_GRACE_MS after DOMContentLoaded at most; then the page is read as it is, and the caller
+  is told how far it got (load_state: "load" or "domcontentloaded").
+- Pages navigate themselves (a script sets `location`, a meta refresh) while they load or while the snapshot
+  is read, which destroys the document under the script. The snapshot is taken again on the next document,
+  up to MAX_HOPS documents; a navigation the page has announced (the Navigation API's navigate event) or a
+  meta refresh due within REFRESH_FOLLOW_S is waited for before the snapshot is kept.
+- After `load`, pages often keep rendering: data requests, short timers. TRACK_PENDING_JS counts pending
+  fetch/XHR calls and timers of at most 500 ms (longer ones are deferred loaders, not rendering), but not the
+  timers of polling loops (a timer set by a timer set by a timer..., or one handler armed over and over), which
+  real pages run forever waiting for a font or a third-party script that never came; it also notes when the DOM
+  last changed. The snapshot waits until nothing is pending and the DOM has been quiet for SETTLE_QUIET_MS, or
+  SETTLE_MAX_MS at most (pages that render forever), then reads title, HTML and links in the same round trip.
+Every wait is cut into SLICE_MS slices so that a cancel or a lost lease is noticed (Deadline.checkpoint).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from playwright.sync_api import Error as PlaywrightError
+from playwright.sync_api import Frame, Page, Request, Response
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from runs.engine.netguard import REFUSED_HEADER
+from runs.engine.spec import EngineError
+
+log = logging.getLogger(__name__)
+
+SLICE_MS = 250
+LOAD_GRACE_MS = 3000
+SETTLE_QUIET_MS = 30
+SETTLE_MAX_MS = 3000
+MAX_HOPS = 5
+REFRESH_FOLLOW_S = 3
+NEXT_DOCUMENT_MS = 3000
+SCREENSHOT_MS = 5000
+
+TRACK_PENDING_JS = """(() => {
+  const w = window, nativeSetTimeout = w.setTimeout, nativeClearTimeout = w.clearTimeout;
+  const nativeClearInterval = w.clearInterval;
+  // id -> when it is due; one past due by 200 ms was cancelled in a way not seen here. A timer set by a timer set by
+  // a timer... (deeper than MAX_DEPTH), or a handler armed again and again (from promise callbacks), is a polling
+  // loop ("are the fonts / is the ad script there yet?"), not rendering: not counted.
+  const timers = new Map(), armed = new WeakMap(), MAX_DEPTH = 3;
+  let requests = 0, changed = performance.now(), leaving = false, depth = 0;
+  w.setTimeout = function (handler, delay, ...args) {
+    if (typeof handler !== 'function' || (typeof delay === 'number' && delay > 500)) {
+      return nativeSetTimeout.call(this, handler, delay, ...args);
+    }
+    const level = depth + 1;
+    const id = nativeSetTimeout.call(this, function (...a) {
+      timers.delete(id);
+      const outer = depth;
+      depth = level;
+      try { return handler.apply(this, a); } finally { depth = outer; }
+    }, delay, ...args);
+    const times = (armed.get(handler) || 0) + 1;
+    armed.set(handler, times);
+    if (level <= MAX_DEPTH && times <= MAX_DEPTH) timers.set(id, performance.now() + (Number(delay) || 0));
+    return id;
+  };
+  w.clearTimeout = function (id) { timers.delete(id); return nativeClearTimeout.call(this, id); };
+  w.clearInterval = function (id) { timers.delete(id); return nativeClearInterval.call(this, id); };
+  if (w.fetch) {
+    const nativeFetch = w.fetch;
+    w.fetch = function (...a) { requests++; return nativeFetch.apply(this, a).finally(() => { requests--; }); };
+  }
+  const nativeSend = XMLHttpRequest.prototype.send;
+  XMLHttpRequest.prototype.send = function (...a) {
+    const done = () => { requests--; };
+    requests++;
+    this.addEventListener('loadend', done, {once: true});
+    try {
+      return nativeSend.apply(this, a);
+    } catch (error) {  // not sent (not opened, sent twice): no loadend will come
+      this.removeEventListener('loadend', done);
+      requests--;
+      throw error;
+    }
+  };
+  // The Navigation API's navigate event, not beforeunload: a beforeunload listener makes closing a context whose
+  // page is navigating at that moment hang in Chromium 156 (seen in tests/engine/test_navigation.py).
+  if (w.navigation && w.navigation.addEventListener) w.navigation.addEventListener('navigate', event => {
+    if (event.hashChange || event.downloadRequest !== null && event.downloadRequest !== undefined) return;
+    leaving = true;
+    // The document as it is, before a navigation the page started replaces it (runs/engine/navigation.py Tab):
+    // if the next document never loads, this one is what the page had to show.
+    if (typeof w.__keepDocument === 'function' && document.documentElement) {
+      const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
+      w.__keepDocument({url: location.href, title: document.title,
+                        html: doctype + document.documentElement.outerHTML,
+                        links: Array.from(document.querySelectorAll('a[href]'), a => a.href)});
+    }
+  });
+  new MutationObserver(() => { changed = performance.now(); })
+    .observe(document, {subtree: true, childList: true, characterData: true});
+  const pendingTimers = () => {
+    const now = performance.now();
+    let count = 0;
+    for (const [id, due] of timers) {
+      if (now - due > 200) timers.delete(id); else count++;
+    }
+    return count;
+  };
+  Object.defineProperty(w, '__settleState', {
+    value: () => ({pending: requests + pendingTimers(), changed, leaving}),
+  });
+  Object.defineProperty(w, '__nativeSetTimeout', {value: nativeSetTimeout});
+})();"""
+
+# The snapshot also says whether the page is about to leave: it announced a navigation (the Navigation API's
+# navigate event), or a meta refresh with a URL other than this one is due within the given number of seconds.
+SNAPSHOT_JS = """([quiet, max, refreshWithin]) => new Promise((resolve, reject) => {
+  const later = window.__nativeSetTimeout || setTimeout;
+  const state = window.__settleState || (() => ({pending: 0, changed: 0, leaving: false}));
+  const start = performance.now();
+  const refresh = () => {
+    const meta = document.querySelector('meta[http-equiv="refresh" i]');
+    const found = meta && /^\\s*(\\d+(?:\\.\\d*)?)\\s*[;,]\\s*(?:url\\s*=\\s*)?['"]?([^'"]+)/i.exec(meta.content || '');
+    if (!found || Number(found[1]) > refreshWithin) return null;
+    try {
+      return new URL(found[2].trim(), document.baseURI).href === location.href ? null : Number(found[1]);
+    } catch (e) { return null; }
+  };
+  // An error in a later tick would never settle the promise (the evaluate would wait forever): it rejects it.
+  (function tick() {
+    try {
+      const now = performance.now(), {pending, changed, leaving} = state();
+      // A page that announced it is leaving is read at once: its next document may never load (a redirect to a
+      // host that does not answer), and then this one is what the page had to show.
+      // A document just committed may not have its <html> element yet: read it once it has (or at max, empty).
+      const ready = document.documentElement !== null || now - start >= max;
+      if (ready && (leaving || now - start >= max || (pending === 0 && now - changed >= quiet))) {
+        const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
+        resolve({
+          url: location.href,
+          title: document.title,
+          html: document.documentElement ? doctype + document.documentElement.outerHTML : '',
+          links: Array.from(document.querySelectorAll('a[href]'), a => a.href),
+          leaving: Boolean(leaving),
+          refresh: refresh(),
+        });
+      } else {
+        later(tick, 10);
+      }
+    } catch (error) { reject(error); }
+  })();
+})"""
+
+# Chromium's net errors -> our codes.
+_NET_ERRORS = {
+    "ERR_NAME_NOT_RESOLVED": ("dns_error", "The host name could not be resolved."),
+    "ERR_NAME_RESOLUTION_FAILED": ("dns_error", "The host name could not be resolved."),
+    "ERR_CONNECTION_REFUSED": ("connection_refused", "The server refused the connection."),
+    "ERR_CONNECTION_RESET": ("connection_error", "The connection was reset by the server."),
+    "ERR_CONNECTION_CLOSED": ("connection_error", "The server closed the connection without answering."),
+    "ERR_EMPTY_RESPONSE": ("connection_error", "The server closed the connection without answering."),
+    "ERR_ADDRESS_UNREACHABLE": ("connection_error", "The server's address is unreachable."),
+    "ERR_CERT_": ("tls_error", "The server's TLS certificate was not accepted."),
+    "ERR_SSL_": ("tls_error", "The TLS handshake with the server failed."),
+    "ERR_TOO_MANY_REDIRECTS": ("too_many_redirects", "The page redirected too many times."),
+    "ERR_ABORTED": ("not_html", "The URL did not lead to a page (it is probably a download)."),
+    "Download is starting": ("not_html", "The URL is a download, not an HTML page."),
+    "ERR_UNSAFE_PORT": ("navigation_error", "The browser does not connect to this port: Chromium blocks it as unsafe."),
+}
+_NET_ERROR_NAME = re.compile(r"net::(ERR_[A-Z0-9_]+)")
+# What Playwright says when a navigation replaced the document a script was running in.
+_REPLACED = ("Execution context was destroyed", "Cannot find context with specified id")
+
+
+def navigation_error(error: PlaywrightError) -> EngineError:
+    """A documented code and a sentence for the user; Playwright's own text ("Protocol error (Page.navigate)…")
+    goes to the log only. Chromium's net error name is kept: it is what a user can look up."""
+    text = str(error)
+    for marker, (code, message) in _NET_ERRORS.items():
+        if marker in text:
+            return EngineError(code, message)
+    net_error = _NET_ERROR_NAME.search(text)
+    if net_error:
+        return EngineError("navigation_error", f"The page could not be loaded (the browser reported {net_error[1]}).")
+    log.warning("navigation failed: %s", text.strip().splitlines()[0] if text.strip() else "no message")
+    return EngineError("navigation_error", "The browser could not load the page.")
+
+
+def replaced_document(error: PlaywrightError) -> bool:
+    """True when the error only means the page navigated while a script read it."""
+    return any(marker in str(error) for marker in _REPLACED)
+
+
+def capture_screenshot(page: Page, **options) -> bytes | None:
+    """A JPEG of the viewport within SCREENSHOT_MS, or None when the browser cannot take it (a page replacing itself
+    at that moment): the page was read, and its step is recorded without a picture.
+
+    Playwright's screenshot with no preparation of the page (animations and caret left alone): measured on real
+    pages here, 36 ms against 33 ms for a bare DevTools Page.captureScreenshot, which has no timeout and has been
+    seen to never answer when the page navigates at that moment (tests/engine/test_navigation.py).
+    """
+    try:
+        return page.screenshot(
+            type="jpeg", quality=60, timeout=SCREENSHOT_MS, animations="allow", caret="initial", **options
+        )
+    except PlaywrightError as error:
+        log.warning("no screenshot: %s", str(error).strip().splitlines()[0] if str(error).strip() else "no message")
+        return None
+
+
+class Deadline:
+    """The time a run may still spend, in slices: checkpoint() is called between them (cancel, lost lease)."""
+
+    def __init__(self, timeout_ms: int, checkpoint: Callable[[], None] = lambda: None):
+        self.timeout_ms = timeout_ms
+        self.checkpoint = checkpoint
+        self._ends = time.monotonic() + timeout_ms / 1000
+
+    def left_ms(self) -> float:
+        return max(0.0, (self._ends - time.monotonic()) * 1000)
+
+    def expired(self, what: str) -> EngineError:
+        return EngineError("timeout", f"The page did not {what} within timeoutMs ({self.timeout_ms} ms).")
+
+    def wait(self, what: str, wait: Callable[[float], object], *, within_ms: float | None = None) -> bool:
+        """Run wait(timeout_ms) in slices until it returns: True. False when within_ms ran out first; EngineError
+        (timeout) when the deadline did."""
+        stop = time.monotonic() + within_ms / 1000 if within_ms is not None else None
+        while True:
+            self.checkpoint()
+            left = self.left_ms()
+            if left <= 0:
+                raise self.expired(what)
+            if stop is not None:
+                grace = (stop - time.monotonic()) * 1000
+                if grace <= 0:
+                    return False
+                left = min(left, grace)
+            try:
+                wait(min(SLICE_MS, left))
+                return True
+            except PlaywrightTimeout:
+                continue
+
+
+@dataclass
+class Snapshot:
+    url: str
+    title: str
+    html: str
+    links: list[str]
+    load_state: str  # "load", or "domcontentloaded" when load did not come within LOAD_GRACE_MS
+    response: Response | None  # the response of the document read
+    # Set when the page navigated itself to a document that failed to load (an error page, a refused address):
+    # this snapshot is the last document that loaded, and the note says where the page tried to go.
+    failed_hop: str = ""
+
+
+class Tab:
+    """A page being read: remembers the response of its main frame's latest navigation and counts the main frame's
+    navigations, so that a document the page replaced itself is noticed."""
+
+    def __init__(self, page: Page):
+        self.page = page
+        self.response: Response | None = None  # the response of the document the page shows
+        self.latest: Response | None = None  # the main frame's last navigation response, committed or not
+        self.navigations = 0
+        self.failed_navigation = ""  # the URL of the main frame's last navigation that failed
+        page.on("response", self._on_response)
+        page.on("requestfailed", self._on_failed)
+        page.on("framenavigated", self._on_navigated)
+        # The last document the page left by a navigation of its own, and its response.
+        self.left: tuple[dict, Response | None] | None = None
+        page.expose_binding("__keepDocument", self._on_leaving)
+
+    def _on_leaving(self, source: dict, document: dict) -> None:
+        if source["frame"].parent_frame is None:
+            self.left = (document, self.response)
+
+    def _on_failed(self, request: Request) -> None:
+        if request.is_navigation_request() and request.frame.parent_frame is None:
+            self.failed_navigation = request.url
+
+    def _on_response(self, response: Response) -> None:
+        if response.request.is_navigation_request() and response.frame.parent_frame is None:
+            self.latest = response  # the document it brings is the page's once it commits (framenavigated)
+
+    def _on_navigated(self, frame: Frame) -> None:
+        if frame.parent_frame is None:
+            self.navigations += 1
+            if self.latest is not None and self.latest.url.split("#")[0] == frame.url.split("#")[0]:
+                self.response = self.latest
+
+    def goto(self, url: str, deadline: Deadline) -> Response | None:
+        """Start loading url; returns once the response has arrived (PlaywrightError when it cannot be loaded)."""
+        try:
+            response = self.page.goto(url, wait_until="commit", timeout=max(1.0, deadline.left_ms()))
+        except PlaywrightTimeout:
+            raise deadline.expired("answer") from None
+        if response is not None:
+            self.response = self.latest = response
+        return response
+
+    def arrive(self, deadline: Deadline, wait_for: str | None = None) -> str:
+        """Wait for the current document: DOMContentLoaded (within the deadline), then load for LOAD_GRACE_MS at
+        most, then the wait_for selector if any. Returns the load state reached."""
+        page = self.page
+        deadline.wait("finish loading", lambda ms: page.wait_for_load_state("domcontentloaded", timeout=ms))
+        loaded = deadline.wait(
+            "finish loading", lambda ms: page.wait_for_load_state("load", timeout=ms), within_ms=LOAD_GRACE_MS
+        )
+        if wait_for:
+            deadline.wait(
+                f"show {wait_for!r}", lambda ms: page.wait_for_selector(wait_for, state="attached", timeout=ms)
+            )
+        return "load" if loaded else "domcontentloaded"
+
+    def snapshot(self, deadline: Deadline, wait_for: str | None = None) -> Snapshot:
+        """Arrive, settle and read the page; follow the page's own navigations for up to MAX_HOPS documents. When
+        one of them fails to load, the last document read is kept (its failed_hop says where the page went)."""
+        load_state = self.arrive(deadline, wait_for)
+        kept: Snapshot | None = None
+        for hop in range(MAX_HOPS + 1):
+            seen = self.navigations
+            try:
+                read = self.page.evaluate(
+                    SNAPSHOT_JS, [SETTLE_QUIET_MS, min(SETTLE_MAX_MS, deadline.left_ms()), REFRESH_FOLLOW_S]
+                )
+            except PlaywrightError as error:
+                if not replaced_document(error):
+                    raise
+                if self.left is not None:  # replaced while read, but handed over by the page as it left
+                    left, response = self.left
+                    kept = Snapshot(left["url"], left["title"], left["html"], left["links"], load_state, response)
+                if hop == MAX_HOPS:  # a page that keeps navigating: the last document read, if any
+                    if kept is None:
+                        raise
+                    return kept
+                load_state = self.arrive(deadline)
+                if self._failed_document():
+                    return self._fallback(kept)
+                load_state = self.arrive(deadline, wait_for)
+                continue
+            if read["url"].startswith("chrome-error://"):  # read before the failed navigation was even reported
+                return self._fallback(kept)
+            current = Snapshot(read["url"], read["title"], read["html"], read["links"], load_state, self.response)
+            leaving = read["leaving"] or read["refresh"] is not None or self.navigations != seen
+            if not leaving or hop == MAX_HOPS or not self._next_document(seen, read["refresh"], deadline):
+                return current
+            kept = current
+            load_state = self.arrive(deadline)
+            if self._failed_document():
+                return self._fallback(kept)
+            load_state = self.arrive(deadline, wait_for)
+        raise AssertionError("unreachable")
+
+    def _failed_document(self) -> bool:
+        """The page navigated itself to a document that did not load: Chromium's error page (a name that does not
+        resolve, a refused tunnel), or the network guard's refusal."""
+        refused = self.latest is not None and REFUSED_HEADER.lower() in self.latest.headers
+        return self.page.url.startswith("chrome-error://") or refused
+
+    def _fallback(self, kept: Snapshot | None) -> Snapshot:
+        target = self.failed_navigation or (self.latest.url if self.latest is not None else self.page.url)
+        if kept is None:
+            raise EngineError("navigation_error", f"The page navigated itself to {target}, which could not be loaded.")
+        kept.failed_hop = target
+        return kept
+
+    def _next_document(self, seen: int, refresh_s: float | None, deadline: Deadline) -> bool:
+        """Wait for the main frame's next navigation after `seen`: True when it came (a navigation the page
+        announced can still turn out to be a download or a 204 that leaves the document in place: False)."""
+        if self.navigations != seen:
+            return True
+
+        def navigated(ms: float) -> None:
+            if self.navigations == seen:  # the listener counts navigations that came between slices
+                self.page.wait_for_event("framenavigated", lambda frame: frame.parent_frame is None, timeout=ms)
+
+        return deadline.wait("finish loading", navigated, within_ms=NEXT_DOCUMENT_MS + (refresh_s or 0) * 1000)
