@@ -8,10 +8,12 @@ import os
 import re
 import secrets
 import shlex
+import socket
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 
@@ -34,6 +36,7 @@ class Config:
     api_key: str | None
     browser_executable: str | None
     browser_args: tuple[str, ...]
+    browser_sandbox: str  # auto, on or off
     workers: int
     allow_private_networks: bool
     network_allowlist: tuple[str, ...]
@@ -61,6 +64,7 @@ class Config:
     events_max_send_buffer_bytes: int
     secret_key: str
     debug: bool
+    public_url: str | None
     allowed_hosts: list[str]
     csrf_trusted_origins: list[str]
     log_level: str
@@ -176,6 +180,19 @@ def _host(env: Mapping[str, str]) -> str:
     return host
 
 
+API_KEY_MIN_CHARS = 16
+
+
+def _api_key(env: Mapping[str, str]) -> str | None:
+    value = _header_secret(env, "SERVICE_API_KEY")
+    if value is not None and len(value) < API_KEY_MIN_CHARS:
+        raise ConfigError(
+            f"SERVICE_API_KEY must be at least {API_KEY_MIN_CHARS} characters (a short key is guessed): "
+            "e.g. the output of `openssl rand -hex 16`."
+        )
+    return value
+
+
 def _header_secret(env: Mapping[str, str], name: str) -> str | None:
     """A key sent in an HTTP header: printable ASCII without spaces, or a client could never send it (the value is
     a secret, so the message does not repeat it)."""
@@ -196,23 +213,57 @@ def _list(env: Mapping[str, str], name: str) -> list[str]:
     return [entry.strip() for entry in (env.get(name) or "").split(",") if entry.strip()]
 
 
-def _allowed_hosts(env: Mapping[str, str], host: str) -> list[str]:
+def _allowed_hosts(env: Mapping[str, str], host: str, public_url: str | None) -> list[str]:
+    """ALLOWED_HOSTS as given, else derived: the loopback names, the bind address (or, bound to every interface,
+    this machine's host name) and SERVICE_PUBLIC_URL's host. Never "*": a Host header nobody configured is refused,
+    so a DNS-rebinding page cannot talk to the service under a name of its own."""
     allowed = _list(env, "ALLOWED_HOSTS")
     for entry in allowed:
         if "://" in entry or "/" in entry or " " in entry:
             raise ConfigError(f"ALLOWED_HOSTS entries must be host names without a scheme or path, got {entry!r}.")
-    if not allowed:
-        allowed = ["localhost", "127.0.0.1", "[::1]", host] if host not in {"0.0.0.0", "::"} else ["*"]
-    return allowed
+    if allowed:
+        return allowed
+    derived = ["localhost", "127.0.0.1", "[::1]"]
+    if host in {"0.0.0.0", "::"}:
+        derived.append(socket.gethostname())
+    else:
+        derived.append(f"[{host}]" if ":" in host else host)
+    if public_url is not None:
+        derived.append(urlsplit(public_url).hostname or "")
+    return list(dict.fromkeys(name for name in derived if name))
 
 
-def _origins(env: Mapping[str, str]) -> list[str]:
+def _public_url(env: Mapping[str, str]) -> str | None:
+    value = _optional(env, "SERVICE_PUBLIC_URL")
+    if value is None:
+        return None
+    value = value.rstrip("/")
+    if not re.fullmatch(r"https?://[^/\s?#@]+", value):
+        raise ConfigError(
+            f"SERVICE_PUBLIC_URL must be the origin users open, like https://scrape.example.com, got {value!r}."
+        )
+    return value
+
+
+_SANDBOX_MODES = ("auto", "on", "off")
+
+
+def _sandbox(env: Mapping[str, str]) -> str:
+    value = (env.get("BROWSER_SANDBOX") or "auto").strip().lower()
+    if value not in _SANDBOX_MODES:
+        raise ConfigError(f"BROWSER_SANDBOX must be auto, on or off, got {value!r}.")
+    return value
+
+
+def _origins(env: Mapping[str, str], public_url: str | None) -> list[str]:
     origins = _list(env, "CSRF_TRUSTED_ORIGINS")
     for entry in origins:
         if not re.fullmatch(r"https?://[^/\s]+", entry):
             raise ConfigError(
                 f"CSRF_TRUSTED_ORIGINS entries must be origins like https://scrape.example.com, got {entry!r}."
             )
+    if public_url is not None and public_url not in origins:
+        origins.append(public_url)  # the service's own origin behind a proxy
     return origins
 
 
@@ -280,6 +331,7 @@ def read_config(env: Mapping[str, str]) -> Config:
     host = _host(env)
     port = _int(env, "SERVICE_PORT", 3470, 1, 65535)
     data_dir = _data_dir(env)
+    public_url = _public_url(env)
     run_timeout_max_ms = _int(env, "RUN_TIMEOUT_MAX_MS", 300_000, 1_000, 3_600_000)
     provider = _optional(env, "MODEL_PROVIDER")
     if provider is not None and provider not in {"openai", "anthropic"}:
@@ -296,9 +348,10 @@ def read_config(env: Mapping[str, str]) -> Config:
         data_dir=data_dir,
         database_url=_url(env, "DATABASE_URL", ("postgres", "postgresql", "sqlite")),
         redis_url=_url(env, "REDIS_URL", ("redis", "rediss", "unix")),
-        api_key=_header_secret(env, "SERVICE_API_KEY"),
+        api_key=_api_key(env),
         browser_executable=browser,
         browser_args=_browser_args(env),
+        browser_sandbox=_sandbox(env),
         workers=_int(env, "WORKERS", 2, 1, 64),
         allow_private_networks=_bool(env, "ALLOW_PRIVATE_NETWORKS", False),
         network_allowlist=_allowlist(env, "NETWORK_ALLOWLIST"),
@@ -328,7 +381,8 @@ def read_config(env: Mapping[str, str]) -> Config:
         screenshot_max_bytes=_int(env, "SCREENSHOT_MAX_BYTES", 5_000_000, 10_000, 1_000_000_000),
         secret_key=_secret_key(env, data_dir),
         debug=_bool(env, "DEBUG", False),
-        allowed_hosts=_allowed_hosts(env, host),
-        csrf_trusted_origins=_origins(env),
+        public_url=public_url,
+        allowed_hosts=_allowed_hosts(env, host, public_url),
+        csrf_trusted_origins=_origins(env, public_url),
         log_level=log_level,
     )

@@ -21,7 +21,7 @@ import requests
 from service.processes import stop_when_parent_dies
 
 ROOT = Path(__file__).resolve().parents[1]
-KEY = "live-test-key"
+KEY = "live-test-key-0123456789"
 # For the tests that kill a worker (or let serve kill one at the end of its grace period) and wait for its run to
 # be re-queued: with the production lease (RUN_LEASE_SECONDS, 20 s) each would wait 20 s. Every other live service
 # keeps the production lease, which a loaded machine cannot lapse by accident (a lapsed lease is a correct retry,

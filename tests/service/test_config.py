@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,7 @@ BAD_VALUES = {
     "SERVICE_API_KEY": "my secret key",
     "BROWSER_EXECUTABLE": "/nonexistent/chrome",
     "BROWSER_ARGS": "--lang='de",
+    "BROWSER_SANDBOX": "sometimes",
     "WORKERS": "0",
     "ALLOW_PRIVATE_NETWORKS": "maybe",
     "NETWORK_ALLOWLIST": "intranet",
@@ -72,6 +74,7 @@ BAD_VALUES = {
     "EVENTS_MAX_BACKLOG": "5",
     "SEARXNG_URL": "searxng:8080",
     "EVENTS_MAX_SEND_BUFFER_BYTES": "4MiB",
+    "SERVICE_PUBLIC_URL": "scrape.example.com",
     "ALLOWED_HOSTS": "https://scrape.example.com",
     "CSRF_TRUSTED_ORIGINS": "scrape.example.com",
     "DEBUG": "sometimes",
@@ -192,3 +195,38 @@ def test_database_url_switches_to_postgres(tmp_path):
         env={"SERVICE_DATA_DIR": str(tmp_path), "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/test"},
     )
     assert result.stdout.strip() == "postgresql", result.stderr
+
+
+def test_allowed_hosts_are_never_everything_by_default(tmp_path):
+    # Bound to every interface (the image): the loopback names and this machine's name, not "*".
+    config = read_config({"SERVICE_DATA_DIR": str(tmp_path), "SERVICE_HOST": "0.0.0.0"})
+    assert "*" not in config.allowed_hosts
+    assert {"localhost", "127.0.0.1", "[::1]", socket.gethostname()} == set(config.allowed_hosts)
+    config = read_config({"SERVICE_DATA_DIR": str(tmp_path), "SERVICE_HOST": "10.1.2.3"})
+    assert config.allowed_hosts == ["localhost", "127.0.0.1", "[::1]", "10.1.2.3"]
+
+
+def test_the_public_url_is_an_allowed_host_and_a_trusted_origin(tmp_path):
+    env = {
+        "SERVICE_DATA_DIR": str(tmp_path),
+        "SERVICE_HOST": "0.0.0.0",
+        "SERVICE_PUBLIC_URL": "https://scrape.example.com/",
+    }
+    config = read_config(env)
+    assert "scrape.example.com" in config.allowed_hosts and "*" not in config.allowed_hosts
+    assert config.csrf_trusted_origins == ["https://scrape.example.com"]
+    assert config.public_url == "https://scrape.example.com"
+
+
+@pytest.mark.parametrize("key", ["abc", "fifteen-chars-x"])
+def test_a_short_api_key_is_refused_without_repeating_it(tmp_path, key):
+    with pytest.raises(ConfigError) as refused:
+        read_config({"SERVICE_DATA_DIR": str(tmp_path), "SERVICE_API_KEY": key})
+    assert "at least 16 characters" in str(refused.value)
+    assert key not in str(refused.value)
+    assert read_config({"SERVICE_DATA_DIR": str(tmp_path), "SERVICE_API_KEY": key + "-and-long-enough"}).api_key
+
+
+@pytest.mark.parametrize("value", ["auto", "on", "off", "ON"])
+def test_browser_sandbox_modes(tmp_path, value):
+    assert read_config({"SERVICE_DATA_DIR": str(tmp_path), "BROWSER_SANDBOX": value}).browser_sandbox == value.lower()

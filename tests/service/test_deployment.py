@@ -121,7 +121,7 @@ def test_the_images_command_and_environment_work_here(tmp_path, site):
         **image_env(),
         "SERVICE_DATA_DIR": str(tmp_path / "data"),
         "SERVICE_PORT": str(port),
-        "SERVICE_API_KEY": "deploy-test-key",
+        "SERVICE_API_KEY": "deploy-test-key-0123456789",
         "NETWORK_ALLOWLIST": f"127.0.0.1:{site.server.server_address[1]}",
         "BROWSER_ARGS": "'--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1'",
     }
@@ -137,7 +137,7 @@ def test_the_images_command_and_environment_work_here(tmp_path, site):
             time.sleep(0.5)
         assert (tmp_path / "data" / "db.sqlite3").is_file()  # migrations were applied at start
         session = requests.Session()
-        session.headers["Authorization"] = "Bearer deploy-test-key"
+        session.headers["Authorization"] = "Bearer deploy-test-key-0123456789"
         base = f"http://127.0.0.1:{port}"
         run = session.post(f"{base}/api/runs", json={"kind": "fetch", "url": site.url("/static")}, timeout=10).json()
         while run["status"] in ("queued", "running"):
