@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -185,15 +186,22 @@ def run_record_step(
             "run %s step %d: screenshot of %d bytes dropped (SCREENSHOT_MAX_BYTES)", run.pk, index, len(screenshot)
         )
         screenshot = None
-    screenshot_name = ""
+    screenshot_name = f"{index}.jpg" if screenshot is not None else ""
+    written: Path | None = None
     if screenshot is not None:
+        # Written aside first and put in place only while this attempt holds the lease (the renewal's row lock is
+        # held until the transaction ends): an attempt that lost its lease never overwrites the new one's picture.
         folder = screenshot_dir(run.pk)
         folder.mkdir(parents=True, exist_ok=True)
-        screenshot_name = f"{index}.jpg"
-        (folder / screenshot_name).write_bytes(screenshot)
+        written = folder / f".{index}.attempt-{run.attempts}.tmp"
+        written.write_bytes(screenshot)
     with transaction.atomic():
         if not run.renew_lease(lease_seconds=settings.RUN_LEASE_SECONDS):
+            if written is not None:
+                written.unlink(missing_ok=True)
             return False
+        if written is not None:
+            os.replace(written, written.parent / screenshot_name)
         step = Step.objects.create(
             run=run,
             index=index,

@@ -79,6 +79,20 @@ def test_reaper_requeues_an_expired_lease_and_the_old_attempt_is_fenced_off(sett
     assert frames(retried) == [("run-queued", None), ("run-started", 1), ("run-queued", None), ("run-started", 2)]
 
 
+def test_a_fenced_off_attempt_cannot_overwrite_the_new_attempts_screenshot(settings, tmp_path):
+    settings.DATA_DIR = tmp_path
+    run = services.run_claim(run_id=str(queued_run().id), worker="w:1")
+    expire(run)
+    services.run_reap_expired()
+    retried = services.run_claim(run_id=str(run.id), worker="w:2")
+    step = {"index": 0, "action": "navigate", "url": "", "observation": "", "duration_ms": 0}
+    assert services.run_record_step(run=retried, screenshot=b"new attempt's picture", **step) is True
+    assert services.run_record_step(run=run, screenshot=b"old attempt's picture", **step) is False
+    folder = services.screenshot_dir(run.pk)
+    assert (folder / "0.jpg").read_bytes() == b"new attempt's picture"
+    assert [path.name for path in folder.iterdir()] == ["0.jpg"]  # nothing of the old attempt left behind
+
+
 def test_reaper_fails_a_run_after_its_last_attempt(settings):
     settings.RUN_MAX_ATTEMPTS = 2
     run = queued_run()
