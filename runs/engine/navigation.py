@@ -42,6 +42,7 @@ MAX_HOPS = 5
 REFRESH_FOLLOW_S = 3
 NEXT_DOCUMENT_MS = 3000
 SCREENSHOT_MS = 5000
+AGAIN_MS = 10_000
 
 TRACK_PENDING_JS = """(() => {
   const w = window, nativeSetTimeout = w.setTimeout, nativeClearTimeout = w.clearTimeout;
@@ -88,17 +89,22 @@ TRACK_PENDING_JS = """(() => {
   };
   // The Navigation API's navigate event, not beforeunload: a beforeunload listener makes closing a context whose
   // page is navigating at that moment hang in Chromium 156 (seen in tests/engine/test_navigation.py).
-  if (w.navigation && w.navigation.addEventListener) w.navigation.addEventListener('navigate', event => {
-    if (event.hashChange || event.downloadRequest !== null && event.downloadRequest !== undefined) return;
-    leaving = true;
-    // The document as it is, before a navigation the page started replaces it (runs/engine/navigation.py Tab):
-    // if the next document never loads, this one is what the page had to show.
+  // The document as it is, handed to runs/engine/navigation.py Tab when the page starts a navigation of its own:
+  // if the next document never loads, this one is what the page had to show.
+  const handOver = () => {
     if (typeof w.__keepDocument === 'function' && document.documentElement) {
       const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
-      w.__keepDocument({url: location.href, title: document.title,
+      // parsed: false when the page leaves from a script in its head: Chromium stops parsing it there.
+      w.__keepDocument({url: location.href, title: document.title, parsed: document.readyState !== 'loading',
                         html: doctype + document.documentElement.outerHTML,
                         links: Array.from(document.querySelectorAll('a[href]'), a => a.href)});
     }
+  };
+  if (w.navigation && w.navigation.addEventListener) w.navigation.addEventListener('navigate', event => {
+    if (event.hashChange || event.downloadRequest !== null && event.downloadRequest !== undefined) return;
+    leaving = true;
+    handOver();
+
   });
   new MutationObserver(() => { changed = performance.now(); })
     .observe(document, {subtree: true, childList: true, characterData: true});
@@ -334,19 +340,18 @@ class Tab:
                 if not replaced_document(error):
                     raise
                 if self.left is not None:  # replaced while read, but handed over by the page as it left
-                    left, response = self.left
-                    kept = Snapshot(left["url"], left["title"], left["html"], left["links"], load_state, response)
+                    kept = self._left_snapshot(load_state, deadline)
                 if hop == MAX_HOPS:  # a page that keeps navigating: the last document read, if any
                     if kept is None:
                         raise
                     return kept
                 load_state = self.arrive(deadline)
                 if self._failed_document():
-                    return self._fallback(kept)
+                    return self._fallback(kept, deadline)
                 load_state = self.arrive(deadline, wait_for)
                 continue
             if read["url"].startswith("chrome-error://"):  # read before the failed navigation was even reported
-                return self._fallback(kept)
+                return self._fallback(kept, deadline)
             current = Snapshot(read["url"], read["title"], read["html"], read["links"], load_state, self.response)
             leaving = read["leaving"] or read["refresh"] is not None or self.navigations != seen
             if not leaving or hop == MAX_HOPS or not self._next_document(seen, read["refresh"], deadline):
@@ -354,7 +359,7 @@ class Tab:
             kept = current
             load_state = self.arrive(deadline)
             if self._failed_document():
-                return self._fallback(kept)
+                return self._fallback(kept, deadline)
             load_state = self.arrive(deadline, wait_for)
         raise AssertionError("unreachable")
 
@@ -364,12 +369,33 @@ class Tab:
         refused = self.latest is not None and REFUSED_HEADER.lower() in self.latest.headers
         return self.page.url.startswith("chrome-error://") or refused
 
-    def _fallback(self, kept: Snapshot | None) -> Snapshot:
+    def _fallback(self, kept: Snapshot | None, deadline: Deadline) -> Snapshot:
         target = self.failed_navigation or (self.latest.url if self.latest is not None else self.page.url)
+        if kept is None and self.left is not None:  # left before it was read once, but handed over as it left
+            kept = self._left_snapshot("domcontentloaded", deadline)
         if kept is None:
             raise EngineError("navigation_error", f"The page navigated itself to {target}, which could not be loaded.")
         kept.failed_hop = target
         return kept
+
+    def _left_snapshot(self, load_state: str, deadline: Deadline) -> Snapshot:
+        """The document the page handed over as it left. One it left while it was still being parsed (a script in
+        its head moving it elsewhere) has only its first part in the browser: its HTML is asked for again, through
+        the same context (cookies, network guard), as the server sends it."""
+        left, response = self.left
+        html = left["html"]
+        if not left.get("parsed", True):
+            html = self._document_again(left["url"], deadline) or html
+        return Snapshot(left["url"], left["title"], html, left["links"], load_state, response)
+
+    def _document_again(self, url: str, deadline: Deadline) -> str | None:
+        try:
+            again = self.page.context.request.get(url, timeout=max(1.0, min(deadline.left_ms(), AGAIN_MS)))
+            kind = again.headers.get("content-type", "")
+            return again.text() if again.ok and ("html" in kind or not kind) else None
+        except PlaywrightError as error:
+            log.info("the document left while parsed could not be read again: %s", str(error).splitlines()[0])
+            return None
 
     def _next_document(self, seen: int, refresh_s: float | None, deadline: Deadline) -> bool:
         """Wait for the main frame's next navigation after `seen`: True when it came (a navigation the page

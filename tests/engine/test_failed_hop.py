@@ -23,11 +23,23 @@ TEXT = "The council approved the new bridge after a long debate about its cost a
 
 def leaving_page(target: str) -> bytes:
     # The redirect comes 300 ms after load, while the service waits for the page to settle and reads it.
+    if "at-once" in target:
+        return upgrading_page()
     return (
         "<!doctype html><html><head><title>Bridge approved</title></head><body><main><article>"
         f"<h1>Bridge approved</h1><p>{TEXT}</p></article></main>"
         "<script>window.addEventListener('load', () => setTimeout(() => { location.href = "
         f"'{target}'; }}, 300));</script></body></html>"
+    ).encode()
+
+
+def upgrading_page() -> bytes:
+    # Article set p56: a script in the head moves the page to https:// before the body is even parsed, and the
+    # server speaks no TLS. (A plain script's goto gets the http document's load; then Chromium's error page.)
+    return (
+        "<!doctype html><html><head><title>Bridge approved</title><script>if (location.protocol != 'https:') "
+        "{ document.location = document.URL.replace(/^http:/i, 'https:'); }</script></head><body><main><article>"
+        f"<h1>Bridge approved</h1><p>{TEXT}</p></article></main></body></html>"
     ).encode()
 
 
@@ -79,3 +91,18 @@ def test_a_page_that_redirects_itself_to_a_host_that_does_not_resolve_keeps_its_
     navigate = recorder.steps[0]
     assert navigate["url"] == url
     assert f"the page then navigated itself to {target}, which did not load" in navigate["observation"]
+
+
+def test_a_page_that_moves_itself_to_https_while_it_is_parsed_keeps_its_whole_document(site, browser):
+    url = f"http://127.0.0.1:{site}/article?to=at-once"
+    spec = FetchSpec(
+        url=url,
+        options=FetchOptions(render="browser", main_content=False, timeout_ms=30_000),
+        network=NetworkPolicy(allowlist=(f"127.0.0.1:{site}",)),
+    )
+    recorder = ListRecorder()
+    result = fetch(spec, recorder, browser)
+    assert (result.status, result.title, result.final_url) == (200, "Bridge approved", url)
+    assert TEXT in result.markdown  # the body too, parsed after the script had asked to leave
+    target = url.replace("http:", "https:", 1)
+    assert f"the page then navigated itself to {target}, which did not load" in recorder.steps[0]["observation"]
