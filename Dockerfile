@@ -33,8 +33,10 @@ RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin app \
 WORKDIR /app
 COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
-COPY --chown=app:app . .
-COPY --from=ui --chown=app:app /ui/dist frontend/dist
+# The code belongs to root and is read-only to the app user: a compromised process cannot rewrite it.
+COPY . .
+COPY --from=ui /ui/dist frontend/dist
+RUN chmod -R a-w,a+rX /app
 
 USER 10001:10001
 VOLUME ["/data"]

@@ -39,7 +39,7 @@ def worker_browser() -> Browser:
     # then refuses ORM calls as "async unsafe". A worker is a plain synchronous process: nothing else
     # runs on that loop while we block, so the check does not protect anything here.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    return process_browser(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS)
+    return process_browser(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, settings.BROWSER_SANDBOX)
 
 
 class RunRecorder:

@@ -279,7 +279,7 @@ def page_fetch(
             storage_state_path=storage_state_path({"profile": profile, "storageStatePath": storage_state}),
             network=network_policy(),
         )
-        browser = shared_browser_thread(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS)
+        browser = shared_browser_thread(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, settings.BROWSER_SANDBOX)
         result = fetch(spec, NullRecorder(), browser.browser, in_browser_thread=browser.call)
     except EngineError as error:
         raise ServiceError(error.code, error.message, status_code=FETCH_ERROR_STATUS.get(error.code, 502)) from None

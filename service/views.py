@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs.engine.browser import find_system_executable
+from runs.engine.browser import find_system_executable, sandbox_state
 from runs.models import Run
 from service.auth import SessionKeyAuthentication, refuse_foreign_origin, session_holder, session_sign_in
 from service.errors import ServiceError
@@ -33,6 +33,9 @@ from service.serializers import StrictSerializer
             "queue": serializers.DictField(),
             "workers": serializers.IntegerField(),
             "browser": serializers.CharField(allow_null=True),
+            "sandbox": inline_serializer(
+                "BrowserSandbox", {"on": serializers.BooleanField(), "why": serializers.CharField()}
+            ),
         },
     )
 )
@@ -40,7 +43,8 @@ from service.serializers import StrictSerializer
 @authentication_classes([])
 @permission_classes([AllowAny])
 def health(request: Request) -> Response:
-    """Liveness: database, queue depth, workers seen in the last seconds, browser found. No auth."""
+    """Liveness: database, queue depth, workers seen in the last seconds, browser found, whether Chromium runs
+    in its sandbox (BROWSER_SANDBOX) and why not. No auth."""
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
@@ -61,6 +65,7 @@ def health(request: Request) -> Response:
         "queue": queue,
         "workers": workers,
         "browser": browser,
+        "sandbox": dict(zip(("on", "why"), sandbox_state(settings.BROWSER_SANDBOX), strict=True)),
     }
     return Response(body, status=200 if db_ok else 503)
 

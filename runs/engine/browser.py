@@ -7,6 +7,8 @@ import contextlib
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +20,7 @@ from playwright.sync_api import BrowserContext, Playwright, sync_playwright
 
 from runs.engine.netguard import network_guard
 from runs.engine.netpolicy import NetworkPolicy
+from runs.engine.spec import EngineError
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +68,51 @@ def find_system_executable(configured: str | None = None) -> str | None:
     return None
 
 
+# unshare(CLONE_NEWUSER) in a child process: what Chromium's namespace sandbox needs from the kernel.
+_USERNS_PROBE = "import ctypes, sys; sys.exit(0 if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0 else 1)"
+_sandbox_states: dict[str, tuple[bool, str]] = {}
+
+
+def sandbox_state(mode: str = "auto") -> tuple[bool, str]:
+    """Whether Chromium runs with its own sandbox under BROWSER_SANDBOX=mode, and why (a sentence for /api/health
+    and the start-up log). auto: on when this process is not root (Chromium refuses its sandbox to root) and the
+    kernel lets an unprivileged process create a user namespace; on: the same conditions, but a browser is never
+    started without it (EngineError browser_sandbox at launch)."""
+    if mode in _sandbox_states:
+        return _sandbox_states[mode]
+    if mode == "off":
+        state = (False, "off: BROWSER_SANDBOX=off")
+    elif os.geteuid() == 0:
+        state = (False, "off: the service runs as root, and Chromium's sandbox cannot run as root")
+    else:
+        try:
+            allowed = subprocess.run([sys.executable, "-c", _USERNS_PROBE], timeout=10).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            allowed = False
+        state = (
+            (True, "on: Chromium's namespace sandbox")
+            if allowed
+            else (False, "off: the kernel does not let this user create user namespaces")
+        )
+    _sandbox_states[mode] = state
+    return state
+
+
 class Browser:
     """A Chromium started lazily on first use and restarted if it crashed."""
 
-    def __init__(self, executable: str | None = None, extra_args: Sequence[str] = (), *, headless: bool = True):
+    def __init__(
+        self,
+        executable: str | None = None,
+        extra_args: Sequence[str] = (),
+        *,
+        headless: bool = True,
+        sandbox: str = "auto",
+    ):
         self._executable = executable
         self._extra_args = tuple(extra_args)
         self._headless = headless
+        self._sandbox = sandbox
         self._playwright: Playwright | None = None
         self._browser: PlaywrightBrowser | None = None
 
@@ -82,14 +123,18 @@ class Browser:
     def _ensure(self) -> PlaywrightBrowser:
         if self._browser is not None and self._browser.is_connected():
             return self._browser
+        sandboxed, why = sandbox_state(self._sandbox)
+        if self._sandbox == "on" and not sandboxed:
+            raise EngineError("browser_sandbox", f"BROWSER_SANDBOX=on, but the sandbox is {why}.")
         if self._playwright is None:
             self._playwright = sync_playwright().start()
         executable = find_executable(self._executable)
-        log.info("starting Chromium %s", executable or "(Playwright's own)")
+        log.info("starting Chromium %s; sandbox %s", executable or "(Playwright's own)", why)
         self._browser = self._playwright.chromium.launch(
             executable_path=executable,
             headless=self._headless,
             args=[*LAUNCH_ARGS, *self._extra_args],
+            chromium_sandbox=sandboxed,
         )
         return self._browser
 
@@ -125,8 +170,8 @@ class BrowserThread:
     """A Browser owned by one thread that other threads hand work to: Playwright's sync API is bound to the
     thread that started it, and a web server answers each request on a thread of its own."""
 
-    def __init__(self, executable: str | None = None, extra_args: Sequence[str] = ()):
-        self.browser = Browser(executable, extra_args)
+    def __init__(self, executable: str | None = None, extra_args: Sequence[str] = (), sandbox: str = "auto"):
+        self.browser = Browser(executable, extra_args, sandbox=sandbox)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="browser")
         atexit.register(self.close)
 
@@ -144,20 +189,22 @@ _browser_thread: BrowserThread | None = None
 _browser_thread_lock = threading.Lock()
 
 
-def shared_browser_thread(executable: str | None = None, extra_args: Sequence[str] = ()) -> BrowserThread:
+def shared_browser_thread(
+    executable: str | None = None, extra_args: Sequence[str] = (), sandbox: str = "auto"
+) -> BrowserThread:
     """This process's BrowserThread, for synchronous API requests."""
     global _browser_thread
     with _browser_thread_lock:
         if _browser_thread is None:
-            _browser_thread = BrowserThread(executable, extra_args)
+            _browser_thread = BrowserThread(executable, extra_args, sandbox)
         return _browser_thread
 
 
-def process_browser(executable: str | None = None, extra_args: Sequence[str] = ()) -> Browser:
+def process_browser(executable: str | None = None, extra_args: Sequence[str] = (), sandbox: str = "auto") -> Browser:
     """The one Browser of this process (Playwright's sync API allows one per thread); closed at exit."""
     global _process_browser
     if _process_browser is None:
-        _process_browser = Browser(executable, extra_args)
+        _process_browser = Browser(executable, extra_args, sandbox=sandbox)
         atexit.register(_process_browser.close)
         # multiprocessing children leave through os._exit, which skips atexit: register there too.
         mp_util.Finalize(_process_browser, _process_browser.close, exitpriority=100)

@@ -101,6 +101,29 @@ def test_compose_runs_the_service_with_a_volume_and_an_optional_search_sidecar()
     assert "json" in settings_yml["search"]["formats"]
 
 
+def test_the_images_code_is_roots_and_read_only():
+    instructions = dockerfile_instructions()
+    copies = [args for instruction, args in instructions if instruction == "COPY"]
+    assert copies and not [args for args in copies if "--chown" in args]  # root's, as COPY leaves it
+    assert ("RUN", "chmod -R a-w,a+rX /app") in instructions
+    names = [instruction for instruction, _ in instructions]
+    assert max(i for i, name in enumerate(names) if name == "COPY") < names.index("USER")
+
+
+def test_compose_runs_with_least_privilege_and_no_default_secret():
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    service, searxng = compose["services"]["service"], compose["services"]["searxng"]
+    for container in (service, searxng):
+        assert container["cap_drop"] == ["ALL"]
+        assert "no-new-privileges:true" in container["security_opt"]
+        assert container["mem_limit"]
+    assert service["read_only"] is True and any(mount.startswith("/tmp") for mount in service["tmpfs"])
+    assert set(searxng.get("cap_add", [])) <= {"CHOWN", "SETGID", "SETUID"}
+    assert not searxng["image"].endswith(":latest") and re.search(r":\d{4}\.\d+\.\d+-\w+$", searxng["image"])
+    secret = searxng["environment"]["SEARXNG_SECRET"]
+    assert secret.startswith("${SEARXNG_SECRET:?"), secret  # compose refuses to start without one
+
+
 def test_env_example_names_every_variable_of_the_readme_and_works_as_is(tmp_path):
     example = (ROOT / ".env.example").read_text()
     listed = set(re.findall(r"^([A-Z_]+)=", example, flags=re.MULTILINE))

@@ -23,6 +23,10 @@ def submit(api, site, count: int) -> list[str]:
     return ids
 
 
+# The tests run as root, where Chromium's sandbox cannot run (tests/engine/test_sandbox.py runs it as another user).
+AS_ROOT = {"on": False, "why": "off: the service runs as root, and Chromium's sandbox cannot run as root"}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_health_needs_no_key_and_counts_queued_and_running_runs(api, anonymous, site, settings):
     settings.BROWSER_EXECUTABLE = None
@@ -32,6 +36,7 @@ def test_health_needs_no_key_and_counts_queued_and_running_runs(api, anonymous, 
         "queue": {"queued": 0, "running": 0, "messages": 0},
         "workers": 0,  # no worker runs in this process
         "browser": SYSTEM_CHROMIUM,
+        "sandbox": AS_ROOT,
     }
     first, *_ = submit(api, site, 3)
     assert services.run_claim(run_id=first, worker="test:1") is not None  # what a worker does when it starts a run
@@ -43,6 +48,7 @@ def test_health_needs_no_key_and_counts_queued_and_running_runs(api, anonymous, 
         "queue": {"queued": 2, "running": 1, "messages": 3},
         "workers": 0,
         "browser": SYSTEM_CHROMIUM,
+        "sandbox": AS_ROOT,
     }
 
 
@@ -57,6 +63,7 @@ def test_health_is_degraded_when_the_configured_browser_is_missing(anonymous, se
         "queue": {"queued": 0, "running": 0, "messages": 0},
         "workers": 0,
         "browser": None,
+        "sandbox": AS_ROOT,
     }
 
 
@@ -84,6 +91,7 @@ def test_a_live_service_reports_its_workers_and_the_runs_waiting_for_them(tmp_pa
             "queue": {"queued": 0, "running": 0, "messages": 0},
             "workers": 2,
             "browser": SYSTEM_CHROMIUM,
+            "sandbox": AS_ROOT,
         }
         assert eventually(service, idle) == idle
         # Two runs that hang occupy both workers; a third waits in the queue.

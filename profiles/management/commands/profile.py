@@ -64,7 +64,9 @@ class Command(CliCommand):
                 f"{name} --url {url}   (or import a state file with `profile import`).",
                 returncode=2,
             )
-        browser = Browser(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, headless=False)
+        browser = Browser(
+            settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, headless=False, sandbox=settings.BROWSER_SANDBOX
+        )
         try:
             context = browser.new_context()
             context.new_page().goto(url)
@@ -95,7 +97,7 @@ class Command(CliCommand):
         stale = [p["name"] for p in profiles if p["cookies"]["status"] in ("expired", "empty")]
         report: dict = {"profiles": profiles}
         if url:
-            browser = process_browser(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS)
+            browser = process_browser(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, settings.BROWSER_SANDBOX)
             result = check_login(browser, url, storage_state_path=str(profile_path(settings.DATA_DIR, name)))
             report["login"] = {
                 "url": url,

@@ -11,8 +11,9 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.engine.browser import sandbox_state
 from runs.services import run_reap_expired
 from runs.stream import prune_events
 from service.processes import stop_when_parent_dies
@@ -40,6 +41,9 @@ class Command(BaseCommand):
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, lambda *_: stop.set())
         host, port = settings.SERVICE_HOST, str(settings.SERVICE_PORT)
+        sandboxed, why = sandbox_state(settings.BROWSER_SANDBOX)
+        if settings.BROWSER_SANDBOX == "on" and not sandboxed:
+            raise CommandError(f"BROWSER_SANDBOX=on, but Chromium's sandbox is {why}.")
         # Own sessions: a Ctrl-C in the terminal reaches only us, and we stop the children in order. If we are
         # killed outright, they get SIGTERM from the kernel.
         child = functools.partial(
@@ -52,6 +56,7 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(f"serving on http://{host}:{port} with {settings.WORKERS} worker(s); Ctrl-C stops")
         )
+        self.stdout.write(f"browser sandbox {why}")
         exit_code = 0
         next_prune = 0.0
         while not stop.wait(settings.RUN_REAP_INTERVAL_SECONDS):
