@@ -62,6 +62,9 @@ VALUE_COLUMN = "result"
 RESERVED_COLUMNS = frozenset((*RUN_COLUMNS, VALUE_COLUMN))
 # OWASP's list of cell openings a spreadsheet may take for a formula.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# After a ; inside a field (a cell start where ; separates cells): the formula openings, not the white space, so that
+# a line break after a ; in Markdown stays as it was.
+PIECE_FORMULA_STARTS = ("=", "+", "-", "@")
 
 
 def timestamps(runs: QuerySet[Run], *names: str) -> list[str | Cast]:
@@ -165,9 +168,14 @@ def result_column(name: str) -> str:
 
 def text_cell(text: str) -> str:
     """Text as a CSV field a spreadsheet will not run as a formula: a risky first character gets a ' before
-    it; a field with a comma, a quote or a line break is quoted, its quotes doubled (RFC 4180)."""
+    it, and so does one right after a ; (a spreadsheet that splits on ; would start a cell there); a field
+    with a comma, a quote or a line break is quoted, its quotes doubled (RFC 4180)."""
     if text.startswith(FORMULA_STARTS):
         text = "'" + text
+    if ";" in text:  # where ; separates cells (many European locales), each piece after one starts a cell
+        text = ";".join(
+            "'" + piece if piece.lstrip(' "').startswith(PIECE_FORMULA_STARTS) else piece for piece in text.split(";")
+        )
     if '"' in text or "," in text or "\n" in text or "\r" in text:
         return '"' + text.replace('"', '""') + '"'
     return text

@@ -58,6 +58,23 @@ OPTION_NAMES = {
 }
 
 
+# What a page's text must not send to a terminal: C0 controls but line feed and tab (ESC starts the sequences that
+# move the cursor, retitle the window, write the clipboard), DEL, C1 controls (U+009B is a one-byte CSI), and the
+# bidirectional overrides that make text read otherwise than it is.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """Text from pages (titles, Markdown, observations, results) as it may be shown on a terminal: ESC becomes a
+    visible ␛, every other control character U+FFFD."""
+    return _UNPRINTABLE.sub(lambda match: "\u241b" if match[0] == "\x1b" else "\ufffd", text)
+
+
+def for_terminal(text: str, stream) -> str:
+    """printable(text) when stream is a terminal; as it is otherwise (a file or a pipe gets the page's own text)."""
+    return printable(text) if stream.isatty() else text
+
+
 def first_line(text: str, width: int = OBSERVATION_WIDTH) -> str:
     """The first non-blank line, cut to fit one terminal line. Pretty-printed JSON starts with a lone bracket,
     which says nothing: then the whole text, squeezed onto one line."""
@@ -69,7 +86,8 @@ def first_line(text: str, width: int = OBSERVATION_WIDTH) -> str:
 
 def step_line(step: dict) -> str:
     """One step as the commands print it (step dicts and step frames share these keys)."""
-    return f"  #{step['index']:<3} {step['action']:<12} {step['url']}  {first_line(step['observation'])}".rstrip()
+    line = f"  #{step['index']:<3} {step['action']:<12} {step['url']}  {first_line(step['observation'])}".rstrip()
+    return printable(line)
 
 
 def error_text(error: dict | None) -> str:
@@ -245,7 +263,7 @@ class RunFollower:
         if not self.enabled:
             return
         self._clear_spinner()
-        self.progress.write(line + "\n")
+        self.progress.write(printable(line) + "\n")
         self.progress.flush()
 
     def _spin(self, run: Run, waited: float) -> None:

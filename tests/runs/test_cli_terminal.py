@@ -133,3 +133,40 @@ def test_quiet_keeps_the_terminal_silent(data_dir, site):
     code, out, terminal = on_terminal(data_dir, "fetch", site.url("/static"), "--quiet")
     assert (code, terminal) == (0, "")
     assert out.startswith("# Flood at the mill\n")
+
+
+ESCAPES = "\x1b]0;owned\x07\x1b[2J\x9b31m\u202e"  # retitle the window, clear the screen, a C1 CSI, a bidi override
+
+
+@pytest.fixture(scope="module")
+def hostile_page():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    page = f"<!doctype html><title>Mill</title><h1>Flood {ESCAPES}at the mill</h1><p>Water rose{ESCAPES}.</p>"
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = page.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_pages_escape_sequences_never_reach_the_terminal(data_dir, hostile_page):
+    code, out, terminal = on_terminal(data_dir, "fetch", hostile_page, "--full")
+    assert code == 0, terminal
+    # The progress lines on the terminal show them, harmless; standard output (a pipe: a file) keeps the page's text.
+    assert "# Flood ␛]0;owned\ufffd␛[2J\ufffd31m\ufffdat the mill" in terminal
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", SPINNER_FRAME.sub("", terminal).replace(CLEAR, ""))
+    assert ESCAPES in out

@@ -343,6 +343,19 @@ def test_csv_neutralises_formulas_in_text_cells(api):
         assert re.search(rf",{re.escape(field)}(,|\r\n)", text), field
 
 
+def test_csv_neutralises_formulas_for_spreadsheets_that_split_on_semicolons(api):
+    make_run(1, result={"note": "a;=cmd|' /C calc'!A0", "more": 'x;+1;-2;@A1;"=1";ok', "fine": "a; b"})
+    text = body(api.get("/api/export", {"format": "csv"}))
+    # As a spreadsheet in a ;-separated locale reads the file: no cell it makes starts a formula.
+    cells = [cell for row in csv.reader(io.StringIO(text), delimiter=";") for cell in row]
+    assert len(cells) > 3
+    assert not [cell for cell in cells if cell.startswith(("=", "+", "-", "@"))]
+    # Read as written (comma-separated), the values keep their text, a ' before each risky piece.
+    _, rows = export_csv(api)
+    assert (rows[0]["note"], rows[0]["fine"]) == ("a;'=cmd|' /C calc'!A0", "a; b")
+    assert rows[0]["more"] == "x;'+1;'-2;'@A1;'\"=1\";ok"
+
+
 def test_empty_exports_are_an_empty_array_and_a_header(api):
     make_run(1)
     assert body(api.get("/api/export?format=json&kind=agent")) == "[]"

@@ -5,7 +5,7 @@ import json
 from django.core.management.base import CommandParser
 
 from runs.management.commands.fetch import add_run_options, execute, progress, state_fields
-from runs.terminal import CliCommand, positive_int
+from runs.terminal import CliCommand, for_terminal, positive_int
 
 
 class Command(CliCommand):
@@ -52,6 +52,7 @@ class Command(CliCommand):
         )
         if run is not None and not options["as_json"]:
             result = run.result
-            self.stdout.write(result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False))
+            shown = result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False)
+            self.stdout.write(for_terminal(shown, self.stdout))
             if save_profile:
                 follower.say(f"saved the session as profile {save_profile}")

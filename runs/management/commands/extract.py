@@ -5,7 +5,7 @@ import json
 from django.core.management.base import CommandParser
 
 from runs.management.commands.fetch import add_run_options, execute, state_fields
-from runs.terminal import CliCommand, read_json_option
+from runs.terminal import CliCommand, for_terminal, read_json_option
 
 
 class Command(CliCommand):
@@ -35,4 +35,4 @@ class Command(CliCommand):
             self, spec, queue=options["queue"], wait=options["wait"], as_json=options["as_json"], quiet=options["quiet"]
         )
         if run is not None and not options["as_json"]:
-            self.stdout.write(json.dumps(run.result, indent=2, ensure_ascii=False))
+            self.stdout.write(for_terminal(json.dumps(run.result, indent=2, ensure_ascii=False), self.stdout))

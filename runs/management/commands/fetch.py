@@ -11,6 +11,7 @@ from runs.terminal import (
     check_writable,
     checked_spec,
     failed,
+    for_terminal,
     positive_int,
     run_and_follow,
     run_json,
@@ -155,4 +156,4 @@ class Command(CliCommand):
                 ) from None
             follower.say(f"wrote {out} ({len(markdown)} characters)")
         elif not options["as_json"]:
-            self.stdout.write(markdown, ending="" if markdown.endswith("\n") else "\n")
+            self.stdout.write(for_terminal(markdown, self.stdout), ending="" if markdown.endswith("\n") else "\n")

@@ -14,6 +14,7 @@ from runs.terminal import (
     check_writable,
     drift_line,
     error_text,
+    for_terminal,
     positive_int,
     problems_line,
     step_line,
@@ -99,7 +100,7 @@ class Command(CliCommand):
             return
         query = f"  query {run.query}" if run.query else ""
         self.stdout.write(f"run {run.id}  {run.kind}  {self._status(run.status)}  attempt {run.attempts}{query}")
-        self.stdout.write(f"url:      {run.url}")
+        self.stdout.write(for_terminal(f"url:      {run.url}", self.stdout))
         times = {"created": run.created_at, "started": run.started_at, "finished": run.finished_at}
         self.stdout.write(
             "times:    " + ", ".join(f"{label} {value:%Y-%m-%d %H:%M:%S}" for label, value in times.items() if value)
@@ -114,7 +115,7 @@ class Command(CliCommand):
             self.stdout.write(self.style.WARNING(drift))
         if run.result is not None:
             self.stdout.write("result:")
-            self.stdout.write(json.dumps(run.result, indent=2, ensure_ascii=False))
+            self.stdout.write(for_terminal(json.dumps(run.result, indent=2, ensure_ascii=False), self.stdout))
 
     def _export(self, *, format: str, out: str | None, **given) -> None:
         wanted = {key: given[key] for key in ("query", "kind", "status", "batch", "since", "until") if given[key]}
