@@ -15,6 +15,7 @@ from django.conf import settings  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
 from runs.consumers import EventsConsumer  # noqa: E402
+from service.body_limit import BodyLimit  # noqa: E402
 from service.mcp import HttpEndpoint  # noqa: E402
 
 
@@ -34,8 +35,9 @@ mcp_endpoint = HttpEndpoint()
 application = ProtocolTypeRouter(
     {
         # /api/mcp answers with or without a trailing slash, never with a redirect (MCP clients POST to it).
-        "http": URLRouter(
-            [path("api/mcp", mcp_endpoint), path("api/mcp/", mcp_endpoint), re_path(r"", django_asgi_app)]
+        # Bodies over API_MAX_BODY_BYTES are refused before they are read (service/body_limit.py).
+        "http": BodyLimit(
+            URLRouter([path("api/mcp", mcp_endpoint), path("api/mcp/", mcp_endpoint), re_path(r"", django_asgi_app)])
         ),
         "websocket": BrowserOriginValidator(
             SessionMiddlewareStack(URLRouter([path("api/events", EventsConsumer.as_asgi())])),

@@ -22,6 +22,15 @@ MANAGE_PY = Path(settings.BASE_DIR) / "manage.py"
 PRUNE_INTERVAL_SECONDS = 60.0
 
 
+# What a client may send on the event stream: it only ever sends its cursor, so a frame or message over 64 KiB is
+# refused (the connection dropped) instead of buffered (daphne's default is 1 MiB).
+WEBSOCKET_MAX_BYTES = 64 * 1024
+DAPHNE_LIMITS = (
+    f"--websocket-max-message-size={WEBSOCKET_MAX_BYTES}",
+    f"--websocket-max-frame-size={WEBSOCKET_MAX_BYTES}",
+)
+
+
 class Command(BaseCommand):
     help = (
         "Start the service: daphne (API, events, UI) on SERVICE_HOST:SERVICE_PORT, the django-q2 workers and the "
@@ -50,7 +59,9 @@ class Command(BaseCommand):
             subprocess.Popen, start_new_session=True, preexec_fn=functools.partial(stop_when_parent_dies, os.getpid())
         )
         children = {
-            "daphne": child([sys.executable, "-m", "daphne", "-b", host, "-p", port, "service.asgi:application"]),
+            "daphne": child(
+                [sys.executable, "-m", "daphne", "-b", host, "-p", port, *DAPHNE_LIMITS, "service.asgi:application"]
+            ),
             "workers": child([sys.executable, str(MANAGE_PY), "work"]),
         }
         self.stdout.write(

@@ -1,0 +1,72 @@
+"""Load side doors (issue 18): a live service (daphne, as `serve` starts it) refuses request bodies over
+API_MAX_BODY_BYTES with 413 on every HTTP route (the MCP endpoint included, which Django's parsers never see), and
+closes an event-stream connection whose client sends a frame over 64 KiB."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+import requests
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+
+from tests.live import KEY, LiveService
+
+LIMIT = 4096
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    live = LiveService(tmp_path_factory.mktemp("side-doors"), API_MAX_BODY_BYTES=str(LIMIT), WORKERS="1").start()
+    yield live
+    live.stop()
+
+
+TOO_LARGE = {"error": {"code": "too_large", "message": f"The request body is larger than the limit of {LIMIT} bytes."}}
+
+
+@pytest.mark.live
+@pytest.mark.parametrize("path", ["/api/mcp", "/api/runs"])
+def test_a_body_over_the_limit_is_refused_on_every_route(service, path):
+    body = b'{"jsonrpc": "2.0", "method": "ping", "id": 1, "pad": "' + b"x" * (LIMIT * 4) + b'"}'
+    response = requests.post(
+        service.base_url + path,
+        data=body,
+        headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json", "Accept": "application/json"},
+        timeout=30,
+    )
+    assert (response.status_code, response.json()) == (413, TOO_LARGE)
+
+
+@pytest.mark.live
+def test_a_chunked_body_over_the_limit_is_refused(service):
+    chunk = b"x" * 1024
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as raw:
+        raw.sendall(
+            f"POST /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {KEY}\r\n"
+            "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+        )
+        for _ in range(LIMIT // len(chunk) * 3):
+            raw.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        raw.sendall(b"0\r\n\r\n")
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            data = raw.recv(65536)
+            if not data:
+                break
+            answer += data
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+
+
+@pytest.mark.live
+def test_an_event_stream_frame_over_64_kib_closes_the_connection(service):
+    with connect(service.events_url, additional_headers={"Authorization": f"Bearer {KEY}"}) as ws:
+        ws.send("x" * 100)  # small frames are fine (and ignored)
+        ws.send("x" * (64 * 1024 + 1))
+        with pytest.raises(ConnectionClosed) as closed:
+            for _ in range(100):
+                ws.recv(timeout=10)
+    # daphne (autobahn) drops the connection, or closes it with 1009 (message too big); under the old 1 MiB limit the
+    # frame was taken and the connection stayed open (recv timed out instead).
+    assert closed.value.rcvd is None or closed.value.rcvd.code == 1009
