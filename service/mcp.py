@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import ParamSpec, TypeVar
 
 import mcp_types as types
@@ -37,7 +39,7 @@ from queries.services import query_get, query_replay
 from runs.models import Run
 from runs.serializers import FetchRequestSerializer, RunDetailSerializer, RunSpecSerializer, SearchRequestSerializer
 from runs.services import page_fetch, run_submit, run_wait, web_search
-from service.auth import authenticate_key
+from service.auth import PerKeyRateThrottle, authenticate_key
 from service.errors import ServiceError, error_body, flatten_fields
 
 log = logging.getLogger(__name__)
@@ -508,16 +510,24 @@ async def serve_stdio() -> None:
 # Streamable HTTP at /api/mcp
 
 
-def _key_problem(header: str) -> str | None:
-    """Why an Authorization header does not let its caller in, in the API's words (service/auth.py); None if it
-    does."""
+def _key_problem(header: str) -> tuple[int, dict, dict[str, str]] | None:
+    """Why an Authorization header does not let its caller in, or why not now, in the API's words and codes
+    (service/auth.py): (status, error body, headers); None if it does. A valid key spends its API_RATE_LIMIT
+    budget here as on the HTTP API (the same counter: one budget per key)."""
+    unauthenticated = {"WWW-Authenticate": 'Bearer realm="api"'}
     if not header:
-        return str(exceptions.NotAuthenticated.default_detail)
+        return 401, error_body("unauthenticated", str(exceptions.NotAuthenticated.default_detail)), unauthenticated
     scheme, _, raw = header.partition(" ")
     if scheme.lower() != "bearer" or not raw.strip():
-        return "Use the header 'Authorization: Bearer <api key>'."
-    if authenticate_key(raw.strip()) is None:
-        return "The API key is not valid or has been revoked."
+        return 401, error_body("unauthenticated", "Use the header 'Authorization: Bearer <api key>'."), unauthenticated
+    holder = authenticate_key(raw.strip())
+    if holder is None:
+        return 401, error_body("unauthenticated", "The API key is not valid or has been revoked."), unauthenticated
+    throttle = PerKeyRateThrottle()
+    if not throttle.allow_request(SimpleNamespace(user=holder), None):
+        wait = throttle.wait()
+        limited = exceptions.Throttled(wait)
+        return 429, error_body("rate_limited", str(limited.detail)), {"Retry-After": str(math.ceil(wait or 1))}
     return None
 
 
@@ -533,12 +543,8 @@ class HttpEndpoint:
         header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
         problem = await _in_thread(_key_problem)(header)
         if problem is not None:
-            response = JSONResponse(
-                error_body("unauthenticated", problem),
-                status_code=401,
-                headers={"WWW-Authenticate": 'Bearer realm="api"'},
-            )
-            await response(scope, receive, send)
+            status_code, body, headers = problem
+            await JSONResponse(body, status_code=status_code, headers=headers)(scope, receive, send)
             return
         if scope["method"] != "POST":
             # Stateless: no stream to GET (the spec's answer is 405) and no session to DELETE.

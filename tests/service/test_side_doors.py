@@ -70,3 +70,25 @@ def test_an_event_stream_frame_over_64_kib_closes_the_connection(service):
     # daphne (autobahn) drops the connection, or closes it with 1009 (message too big); under the old 1 MiB limit the
     # frame was taken and the connection stayed open (recv timed out instead).
     assert closed.value.rcvd is None or closed.value.rcvd.code == 1009
+
+
+@pytest.fixture(scope="module")
+def limited(tmp_path_factory):
+    live = LiveService(tmp_path_factory.mktemp("mcp-rate"), API_RATE_LIMIT="3", WORKERS="1").start()
+    yield live
+    live.stop()
+
+
+@pytest.mark.live
+def test_mcp_spends_the_keys_api_rate_limit(limited):
+    headers = {"Authorization": f"Bearer {KEY}", "Accept": "application/json, text/event-stream"}
+    listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    mcp = limited.base_url + "/api/mcp"
+    assert [requests.post(mcp, json=listing, headers=headers, timeout=10).status_code for _ in range(3)] == [200] * 3
+    over = requests.post(mcp, json=listing, headers=headers, timeout=10)
+    assert over.status_code == 429
+    assert over.json()["error"]["code"] == "rate_limited"
+    assert 0 < int(over.headers["Retry-After"]) <= 60
+    # One budget per key: the HTTP API is refused too.
+    api = requests.get(limited.base_url + "/api/runs", headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
+    assert api.status_code == 429
