@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hmac
+import time
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.cache import cache
 from rest_framework import authentication, exceptions, throttling
 from rest_framework.request import Request
 
@@ -37,6 +39,38 @@ def key_credential(raw: str) -> tuple[str, str] | None:
     """(key name, key hash) of a valid API key: what a long-lived connection keeps to check the key again later."""
     holder = authenticate_key(raw)
     return (holder.key_name, hash_key(raw)) if holder else None
+
+
+# Failed playground sign-ins allowed per minute from one address, and from all addresses together: past either, every
+# sign-in (a right key too) waits for the next minute. A key is guessed, if at all, at this pace.
+SIGN_IN_FAILURES_PER_ADDRESS = 10
+SIGN_IN_FAILURES_IN_ALL = 100
+
+
+def _failure_counters(address: str) -> tuple[list[tuple[str, int]], int]:
+    now = time.time()
+    window = int(now // 60)
+    counters = [
+        (f"sign-in-failures:{address}:{window}", SIGN_IN_FAILURES_PER_ADDRESS),
+        (f"sign-in-failures:*:{window}", SIGN_IN_FAILURES_IN_ALL),
+    ]
+    return counters, max(1, 60 - int(now % 60))
+
+
+def sign_in_wait(address: str) -> int | None:
+    """Seconds until a sign-in from address is taken again, or None when it may try now."""
+    counters, wait = _failure_counters(address)
+    over = any((cache.get(key) or 0) >= limit for key, limit in counters)
+    return wait if over else None
+
+
+def note_failed_sign_in(address: str) -> None:
+    for key, _ in _failure_counters(address)[0]:
+        if not cache.add(key, 1, timeout=120):
+            try:
+                cache.incr(key)
+            except ValueError:  # expired between add and incr
+                cache.add(key, 1, timeout=120)
 
 
 def session_sign_in(session, raw: str) -> KeyHolder | None:

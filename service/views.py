@@ -19,7 +19,14 @@ from rest_framework.views import APIView
 
 from runs.engine.browser import find_system_executable, sandbox_state
 from runs.models import Run
-from service.auth import SessionKeyAuthentication, refuse_foreign_origin, session_holder, session_sign_in
+from service.auth import (
+    SessionKeyAuthentication,
+    note_failed_sign_in,
+    refuse_foreign_origin,
+    session_holder,
+    session_sign_in,
+    sign_in_wait,
+)
 from service.errors import ServiceError
 from service.serializers import StrictSerializer
 
@@ -140,10 +147,20 @@ class SessionView(APIView):
     @extend_schema(request=SignInSerializer, responses=SessionSerializer)
     def post(self, request: Request) -> Response:
         refuse_foreign_origin(request)  # no page elsewhere signs this browser in
+        address = request.META.get("REMOTE_ADDR") or "unknown"
+        wait = sign_in_wait(address)
+        if wait is not None:
+            raise ServiceError(
+                "rate_limited",
+                f"Too many failed sign-ins; try again in {wait} s.",
+                status_code=429,
+                headers={"Retry-After": str(wait)},
+            )
         body = SignInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         holder = session_sign_in(request.session, body.validated_data["key"])
         if holder is None:
+            note_failed_sign_in(address)
             raise ServiceError("unauthenticated", "The API key is not valid or has been revoked.", status_code=401)
         rotate_token(request)
         get_token(request)

@@ -76,7 +76,7 @@ def test_health_needs_no_key(anonymous):
     assert response.status_code == 200
     body = response.json()
     assert body["db"] is True
-    assert set(body) == {"status", "db", "queue", "workers", "browser"}
+    assert set(body) == {"status", "db", "queue", "workers", "browser", "sandbox"}
 
 
 @pytest.mark.parametrize("header", ["Bearer wrong", "Basic dXNlcjpwYXNz", "Bearer ", "Token abc"])

@@ -159,3 +159,23 @@ def test_the_event_stream_takes_a_session_from_our_origin_or_a_trusted_one_only(
     with pytest.raises(InvalidStatus) as refused:
         connect(live_service.events_url, additional_headers=cookie, origin="https://evil.example.com")
     assert refused.value.response.status_code == 403
+
+
+def test_failed_sign_ins_are_limited_per_address_and_the_keys_tried_are_never_logged(browser_client, caplog):
+    from django.core.cache import cache
+
+    from service.auth import SIGN_IN_FAILURES_PER_ADDRESS
+
+    cache.clear()
+    tried = [f"guess-{n:04d}-not-a-key" for n in range(SIGN_IN_FAILURES_PER_ADDRESS)]
+    assert [sign_in(browser_client, key).status_code for key in tried] == [401] * SIGN_IN_FAILURES_PER_ADDRESS
+    # Then even the right key waits for the next minute: guessing goes no faster than this.
+    limited = sign_in(browser_client, API_KEY)
+    assert limited.status_code == 429
+    assert limited.json()["error"]["code"] == "rate_limited"
+    assert 0 < int(limited["Retry-After"]) <= 60
+    assert sign_in(Client(REMOTE_ADDR="10.9.8.7"), API_KEY).status_code == 200  # another address is not held up
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    assert not [key for key in tried if key in logged]
+    cache.clear()
+    assert sign_in(browser_client, API_KEY).status_code == 200
