@@ -257,7 +257,14 @@ def run_reap_expired() -> dict[str, int]:
 
 
 # Synchronous fetch: how engine failures map to HTTP statuses (anything else is the remote side's fault: 502).
-FETCH_ERROR_STATUS = {"timeout": 504, "url_not_allowed": 400, "unknown_profile": 400, "invalid_storage_state": 400}
+FETCH_ERROR_STATUS = {
+    "timeout": 504,
+    "url_not_allowed": 400,
+    "unknown_profile": 400,
+    "invalid_storage_state": 400,
+    "busy": 429,
+}
+BUSY_RETRY_AFTER_S = 5
 
 
 def page_fetch(
@@ -282,7 +289,10 @@ def page_fetch(
         browser = shared_browser_thread(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, settings.BROWSER_SANDBOX)
         result = fetch(spec, NullRecorder(), browser.browser, in_browser_thread=browser.call)
     except EngineError as error:
-        raise ServiceError(error.code, error.message, status_code=FETCH_ERROR_STATUS.get(error.code, 502)) from None
+        retry = {"Retry-After": str(BUSY_RETRY_AFTER_S)} if error.code == "busy" else None
+        raise ServiceError(
+            error.code, error.message, status_code=FETCH_ERROR_STATUS.get(error.code, 502), headers=retry
+        ) from None
     return result.to_dict()
 
 

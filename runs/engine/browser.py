@@ -164,20 +164,47 @@ class Browser:
 
 
 _process_browser: Browser | None = None
+# Synchronous browser requests (POST /api/fetch, search with fetch) that may wait for a web process's browser thread
+# while it serves another; past that, 429 busy (runs/services.py).
+SYNC_MAX_WAITING = 8
 
 
 class BrowserThread:
     """A Browser owned by one thread that other threads hand work to: Playwright's sync API is bound to the
     thread that started it, and a web server answers each request on a thread of its own."""
 
-    def __init__(self, executable: str | None = None, extra_args: Sequence[str] = (), sandbox: str = "auto"):
+    def __init__(
+        self,
+        executable: str | None = None,
+        extra_args: Sequence[str] = (),
+        sandbox: str = "auto",
+        *,
+        max_waiting: int = SYNC_MAX_WAITING,
+    ):
         self.browser = Browser(executable, extra_args, sandbox=sandbox)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="browser")
+        self.max_waiting = max_waiting
+        self._waiting = 0
+        self._lock = threading.Lock()
         atexit.register(self.close)
 
     def call(self, work: Callable[[], T]) -> T:
-        """Run work() on the browser's thread and return its result (or raise its exception) here."""
-        return self._executor.submit(work).result()
+        """Run work() on the browser's thread and return its result (or raise its exception) here. With
+        max_waiting calls already waiting for the thread, EngineError busy at once: a queue without end would hold
+        every caller for as long as all the work before it takes (one search fetching its hits takes minutes)."""
+        with self._lock:
+            if self._waiting >= self.max_waiting:
+                raise EngineError(
+                    "busy", f"The browser is busy with {self._waiting} synchronous requests waiting; try again shortly."
+                )
+            self._waiting += 1
+
+        def started() -> T:
+            with self._lock:
+                self._waiting -= 1
+            return work()
+
+        return self._executor.submit(started).result()
 
     def close(self) -> None:
         with contextlib.suppress(RuntimeError):  # the executor is already shut down at interpreter exit

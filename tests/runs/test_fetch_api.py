@@ -154,3 +154,37 @@ def test_fetch_needs_auth(anonymous, site):
     response = post(anonymous, {"url": site.url("/static")})
     assert response.status_code == 401
     assert response.json()["error"]["code"] == "unauthenticated"
+
+
+def test_a_full_browser_queue_answers_429_busy_at_once_and_frees_up(api, site, settings):
+    import threading
+    import time
+
+    from runs.engine.browser import SYNC_MAX_WAITING, shared_browser_thread
+
+    thread = shared_browser_thread(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, settings.BROWSER_SANDBOX)
+    release = threading.Event()
+    safety = threading.Timer(15, release.set)  # were the request queued after all, it fails instead of hanging
+    safety.start()
+    # One request holds the browser thread, max_waiting more wait for it (as long browser fetches would).
+    holders = [threading.Thread(target=thread.call, args=(release.wait,)) for _ in range(SYNC_MAX_WAITING + 1)]
+    for holder in holders:
+        holder.start()
+    filled = time.monotonic() + 5
+    while getattr(thread, "_waiting", 0) < SYNC_MAX_WAITING and time.monotonic() < filled:
+        time.sleep(0.01)
+    try:
+        started = time.monotonic()
+        busy = post(api, {"url": site.url("/static"), "render": "browser"})
+        assert time.monotonic() - started < 5  # answered, not queued behind the held thread
+        assert busy.status_code == 429
+        assert busy.json()["error"]["code"] == "busy"
+        assert int(busy["Retry-After"]) > 0
+        # Plain HTTP needs no browser: still served.
+        assert post(api, {"url": site.url("/static"), "render": "http"}).status_code == 200
+    finally:
+        release.set()
+        safety.cancel()
+        for holder in holders:
+            holder.join(timeout=10)
+    assert post(api, {"url": site.url("/static"), "render": "browser"}).status_code == 200
