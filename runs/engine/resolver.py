@@ -128,7 +128,8 @@ class Resolver:
         finally:
             for task in pending:
                 task.cancel()
-        return addresses, ttl
+        # IPv4 first, whichever answer came first: the same name gives the same list (each family in its order).
+        return sorted(addresses, key=lambda address: address.version), ttl
 
     async def _records(self, name: str, kind: str) -> tuple[list[IPAddress], float, bool]:
         """The addresses of one record type, how long that answer may be kept, and whether the name does not
