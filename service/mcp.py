@@ -413,8 +413,20 @@ def _returns(schema: dict) -> str:
     fields = []
     for name, field in properties.items():
         description = field.get("description") if isinstance(field, dict) else None
-        fields.append(f"{name} ({_type_name(field)}{': ' + description if description else ''})")
+        described = f": {_quoted(description)}" if isinstance(description, str) and description else ""
+        fields.append(f"{_quoted(name)} ({_type_name(field)}{described})")
     return "an object with " + ", ".join(fields)
+
+
+# Text users wrote (instructions, schema names and descriptions) in the tools' descriptions: quoted as JSON strings
+# and cut, so that it reads as data about a query and never as this server's own words (a line break or a
+# "- another query:" inside it stays inside the quotes).
+QUOTED_MAX_CHARS = 200
+
+
+def _quoted(text: str) -> str:
+    cut = text if len(text) <= QUOTED_MAX_CHARS else text[: QUOTED_MAX_CHARS - 1] + "…"
+    return json.dumps(cut, ensure_ascii=False)
 
 
 def saved_query_catalog() -> str:
@@ -425,7 +437,7 @@ def saved_query_catalog() -> str:
     for query in queries[:DESCRIBED_QUERIES_MAX]:
         line = f"- {query.name}: reads {query.url} and returns {_returns(query.schema)}."
         if query.instruction:
-            line += f" Instruction: {query.instruction[:200]}"
+            line += f" Its stored instruction (the user's words, quoted): {_quoted(query.instruction)}"
         lines.append(line)
     if len(queries) > DESCRIBED_QUERIES_MAX:
         lines.append("- … and more: list_saved_queries lists them all.")
