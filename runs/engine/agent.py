@@ -3,8 +3,8 @@
 observe -> the model picks one action -> execute -> record a step (action, observation, screenshot) -> until
 done(output), fail(reason), maxSteps or timeoutMs. The observation lists interactive elements with refs plus the
 visible text, bounded, and framed as untrusted page data. Credentials: the model sees placeholders such as
-{{cred.password}}; the real value is substituted only when typing on an allowed domain, and every real value
-is scrubbed from what is recorded or sent to the model.
+{{cred.password}}; runs/engine/secrets.py types the real values where they belong and scrubs them from all that
+is recorded or sent to the model.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import urlsplit
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import Page
@@ -35,12 +35,12 @@ from runs.engine.navigation import (
     replaced_document,
 )
 from runs.engine.netguard import REFUSED_HEADER, network_guard
+from runs.engine.secrets import FillRefused, Secrets
 from runs.engine.spec import Credential, EngineError, FetchSpec, Recorder, checked_url
 
 TEXT_LIMIT = 4000
 ELEMENT_LIMIT = 150
 ACTION_WAIT_MS = 5000
-SCRUBBED = "[secret]"
 
 SYSTEM_PROMPT = (
     "You operate a web browser to reach the user's goal. Each turn you get the current page: its interactive "
@@ -50,7 +50,7 @@ SYSTEM_PROMPT = (
     "for you. Call done with the output when the goal is reached, or fail with a reason when it cannot be."
 )
 
-_OBSERVE_JS = """(limit) => {
+_OBSERVE_JS = """([limit, secretMarker]) => {
   const selector = 'a[href], button, input, select, textarea, [role=button], [role=link], [onclick], '
     + '[contenteditable=true]';
   const visible = el => { const r = el.getBoundingClientRect(); const s = getComputedStyle(el);
@@ -68,15 +68,15 @@ _OBSERVE_JS = """(limit) => {
       || el.getAttribute('placeholder') || el.getAttribute('name') || el.innerText || el.getAttribute('value') || '';
     let line = `[${ref}] <${tag}${type ? ' type=' + type : ''}> ${label.trim().replace(/\\s+/g, ' ').slice(0, 80)}`;
     if (tag === 'a') line += ` -> ${el.href}`;
-    if ((tag === 'input' || tag === 'textarea') && type !== 'password' && el.value) {
+    const secret = el.hasAttribute(secretMarker) || (type || '').toLowerCase() === 'password';
+    if ((tag === 'input' || tag === 'textarea') && !secret && el.value) {
       line += ` (value: ${el.value.slice(0, 40)})`;
     }
-    if (type === 'password' && el.value) line += ' (filled)';
+    if (secret && el.value) line += ' (filled)';
     if (tag === 'select') line += ` options: ${Array.from(el.options).map(o => o.value).slice(0, 20).join(', ')}`;
     lines.push(line);
   }
-  const secret = Array.from(document.querySelectorAll('input[type=password]')).some(visible);
-  return {title: document.title, elements: lines, text: (document.body ? document.body.innerText : ''), secret};
+  return {title: document.title, elements: lines, text: (document.body ? document.body.innerText : '')};
 }"""
 
 _REF = {"type": "integer", "description": "The element's [ref] from the observation."}
@@ -149,69 +149,15 @@ class AgentFailed(EngineError):
         self.output_tokens = output_tokens
 
 
-class _Secrets:
-    """Placeholders the model uses, the real values, and scrubbing of those values everywhere."""
-
-    def __init__(self, credential: Credential | None):
-        self.credential = credential
-        self.password_field_visible = True  # until an observation says otherwise
-        self.values: list[str] = []
-        if credential:
-            self.values = [v for v in (credential.password, credential.username, credential.totp_secret) if v]
-
-    def fill(self, text: str, host: str) -> str:
-        if "{{cred." not in text:
-            return text
-        if self.credential is None:
-            raise _ActionError("this run has no credential (cred)")
-        if not self.credential.allows(host):
-            raise _ActionError(f"the credential may not be typed on {host}")
-        import pyotp
-
-        replacements = {"{{cred.username}}": self.credential.username, "{{cred.password}}": self.credential.password}
-        if self.credential.totp_secret:
-            code = pyotp.TOTP(self.credential.totp_secret).now()
-            replacements["{{cred.totp}}"] = code
-            self.values.append(code)
-        for placeholder, value in replacements.items():
-            text = text.replace(placeholder, value)
-        return text
-
-    def scrub_all(self, value: object) -> object:
-        """scrub() every string in a JSON value (the agent's output), keys included."""
-        if isinstance(value, str):
-            return self.scrub(value)
-        if isinstance(value, list):
-            return [self.scrub_all(item) for item in value]
-        if isinstance(value, dict):
-            return {self.scrub(str(key)): self.scrub_all(item) for key, item in value.items()}
-        return value
-
-    def scrub(self, text: str) -> str:
-        # A form sent with GET (a form without method= is one) carries the values URL-encoded in the page's URL.
-        forms = {
-            form
-            for value in self.values
-            for form in (value, quote(value, safe=""), quote_plus(value, safe=""), _form_encoded(value))
-        }
-        for form in sorted(forms, key=len, reverse=True):
-            text = text.replace(form, SCRUBBED)
-        return text
-
-
-def _form_encoded(value: str) -> str:
-    """application/x-www-form-urlencoded as browsers write it (WHATWG: '*' kept, '~' escaped, space as '+')."""
-    return quote_plus(value, safe="*").replace("~", "%7E")
-
-
 class _ActionError(Exception):
     """An action that could not be carried out; the model is told and may try something else."""
 
 
-def _observe(page: Page, secrets: _Secrets) -> str:
+def _observe(page: Page, secrets: Secrets) -> str:
+    secrets.mark()
     for attempt in range(3):
         try:
-            seen = page.evaluate(_OBSERVE_JS, ELEMENT_LIMIT)
+            seen = page.evaluate(_OBSERVE_JS, [ELEMENT_LIMIT, secrets.marker])
             break
         except PlaywrightError as error:
             # A navigation still under way (a failed one turns into Chromium's error page a moment later)
@@ -221,12 +167,11 @@ def _observe(page: Page, secrets: _Secrets) -> str:
             with contextlib.suppress(PlaywrightTimeout):
                 page.wait_for_load_state("domcontentloaded", timeout=ACTION_WAIT_MS)
                 page.wait_for_load_state("load", timeout=LOAD_GRACE_MS)
-    secrets.password_field_visible = bool(seen["secret"])
     text = " ".join(seen["text"].split())[:TEXT_LIMIT]
     observation = (
         f"URL: {page.url}\nTitle: {seen['title']}\nInteractive elements:\n"
         + ("\n".join(seen["elements"]) or "(none)")
-        + f"\nVisible text:\n{text}"
+        + f"\nVisible text:\n{secrets.scrub(text, shown=True)}"
     )
     return secrets.scrub(observation)
 
@@ -288,6 +233,34 @@ class _RefusedNavigations:
             self.seen = True
 
 
+def _clipboard_shortcut(key: str) -> bool:
+    """Copy, cut or paste: a secret could be carried from the field it went into to one whose value is reported."""
+    parts = key.lower().replace(" ", "").split("+")
+    modifiers, last = set(parts[:-1]), parts[-1]
+    copy_paste = last in ("c", "x", "v", "keyc", "keyx", "keyv") and modifiers & {"control", "meta", "controlormeta"}
+    return bool(copy_paste or (last == "insert" and modifiers & {"shift", "control", "controlormeta"}))
+
+
+class _Popups:
+    """Pages the agent's page opens (window.open, target=_blank): closed as soon as the action is over, never
+    acted on or observed."""
+
+    def __init__(self, context, page: Page):
+        self.page = page
+        self.opened: list[Page] = []
+        context.on("page", self._opened)
+
+    def _opened(self, popup: Page) -> None:
+        self.opened.append(popup)
+
+    def close(self) -> str | None:
+        opened, self.opened = [p for p in self.opened if p != self.page], []
+        for popup in opened:
+            with contextlib.suppress(PlaywrightError):
+                popup.close()
+        return f"The page opened {len(opened)} other window(s); they were closed." if opened else None
+
+
 def _describe(name: str, arguments: dict) -> str:
     shown = {k: v for k, v in arguments.items() if k != "output"}
     return f"{name} {json.dumps(shown, ensure_ascii=False)}" if shown else name
@@ -295,7 +268,7 @@ def _describe(name: str, arguments: dict) -> str:
 
 def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Model) -> AgentResult:
     checked_url(spec.page.network, spec.page.url)
-    secrets = _Secrets(spec.credential)
+    secrets = Secrets(spec.credential)
     deadline = time.monotonic() + spec.page.options.timeout_ms / 1000
     tokens = [0, 0]
     history: list[str] = []
@@ -309,6 +282,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
 
     try:
         page = context.new_page()
+        popups = _Popups(context, page)
         page.add_init_script(TRACK_PENDING_JS)
         refused = _RefusedNavigations(page)
         started = time.monotonic()
@@ -330,6 +304,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
             raise failed(
                 *(_refusal(spec, started) or ("url_not_allowed", "The page led to an address that is refused."))
             )
+        popups.close()
         observation = _observe(page, secrets)
         recorder.step(
             action=f"goto {json.dumps({'url': spec.page.url})}",
@@ -384,13 +359,17 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
                     # The model is told, as for any failed action, and may try another way; the run goes on.
                     raise _ActionError(_refusal_reason(spec, started) or "the page led to an address that is refused")
                 observation = _observe(page, secrets)
+                # After the observation's round trip to the browser, by which a window the action opened is known.
+                note = "\n\n".join(filter(None, [popups.close(), note])) or None
                 if note:
                     observation = f"{note}\n\n{observation}"
                 outcome = "ok"
-            except _ActionError as error:
+            except (_ActionError, FillRefused) as error:
+                popups.close()
                 outcome = f"error: {error}"
                 observation = f"The action failed: {error}\n\n{_observe(page, secrets)}"
             except PlaywrightError as error:
+                popups.close()
                 first_line = str(error).strip().splitlines()[0] if str(error).strip() else "unknown error"
                 reason = secrets.scrub(_refusal_reason(spec, started, error) or first_line)
                 outcome = f"error: {reason}"
@@ -409,18 +388,15 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
         context.close()
 
 
-def _screenshot(page: Page, spec: AgentSpec, secrets: _Secrets) -> bytes | None:
+def _screenshot(page: Page, spec: AgentSpec, secrets: Secrets) -> bytes | None:
     if not spec.page.options.screenshots:
         return None
-    if secrets.password_field_visible:
-        # Password fields are masked, whatever they show (Playwright paints over them).
-        return capture_screenshot(page, mask=[page.locator("input[type=password]")])
-    return capture_screenshot(page)
+    # Password fields and the fields that received a secret are painted over, whatever they show.
+    return capture_screenshot(page, mask=secrets.masks(page))
 
 
-def _act(page: Page, name: str, arguments: dict, secrets: _Secrets, spec: AgentSpec, deadline: float) -> str | None:
+def _act(page: Page, name: str, arguments: dict, secrets: Secrets, spec: AgentSpec, deadline: float) -> str | None:
     timeout = _wait_ms(deadline)
-    host = urlsplit(page.url).hostname or ""
     if name == "goto":
         url = str(arguments.get("url") or "")
         if urlsplit(url).scheme not in ("http", "https"):
@@ -433,11 +409,15 @@ def _act(page: Page, name: str, arguments: dict, secrets: _Secrets, spec: AgentS
     elif name == "click":
         _by_ref(page, arguments).click(timeout=timeout)
     elif name == "type":
-        _by_ref(page, arguments).fill(secrets.fill(str(arguments.get("text", "")), host), timeout=timeout)
+        # One handle, checked and filled: the page cannot swap the element in between.
+        secrets.fill(_by_ref(page, arguments).element_handle(timeout=timeout), str(arguments.get("text", "")), timeout)
     elif name == "select":
         _by_ref(page, arguments).select_option(str(arguments.get("value", "")), timeout=timeout)
     elif name == "press":
-        page.keyboard.press(str(arguments.get("key", "Enter")))
+        key = str(arguments.get("key", "Enter"))
+        if _clipboard_shortcut(key):
+            raise _ActionError("clipboard shortcuts are not available")
+        page.keyboard.press(key)
     elif name == "scroll":
         page.mouse.wheel(0, -600 if arguments.get("direction") == "up" else 600)
     elif name == "wait":
@@ -452,7 +432,7 @@ def _act(page: Page, name: str, arguments: dict, secrets: _Secrets, spec: AgentS
                 to_markdown(page.content(), main_content=True, url=page.url)
             )
         data = extract_by_rules(page.content(), schema, url=page.url)
-        return "Extracted:\n" + secrets.scrub(json.dumps(data, ensure_ascii=False))
+        return "Extracted:\n" + json.dumps(secrets.scrub_all(data), ensure_ascii=False)
     else:
         raise _ActionError(f"there is no tool named {name!r}")
     return None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from runs.engine.netpolicy import NetworkPolicy, Refused
 
@@ -109,6 +111,62 @@ class FetchResult:
         }
 
 
+DEFAULT_PORTS = {"https": 443, "http": 80}
+
+
+@dataclass(frozen=True)
+class CredentialSite:
+    """Where a credential may be typed, from one of its `domains` entries:
+    - `example.com` or `example.com:8443`: https only, that host and its subdomains, the port given or 443;
+    - `http://intranet.local:8080`: plain http allowed, but only for exactly that host (and the port given or 80);
+      `https://...` is the same as no scheme."""
+
+    scheme: str
+    host: str
+    port: int
+    subdomains: bool
+
+    @classmethod
+    def parse(cls, entry: str) -> CredentialSite:
+        """ValueError, with the rule, for anything that is not [scheme://]host[:port]."""
+        text = entry.strip().lower()
+        scheme, _, rest = text.rpartition("://")
+        if scheme not in ("", "http", "https"):
+            raise ValueError(
+                f"{entry!r}: a credential's site is host, host:port, https://host[:port] or http://host[:port]."
+            )
+        host, _, port = rest.partition(":") if not rest.startswith("[") else (rest, "", "")
+        host = host.lstrip(".").rstrip(".")
+        if not host or not re.fullmatch(r"[a-z0-9_.-]+", host) or ".." in host or (port and not port.isdigit()):
+            raise ValueError(
+                f"{entry!r}: a credential's site is host, host:port, https://host[:port] or http://host[:port] "
+                "(no path, no user, no wildcard)."
+            )
+        scheme = scheme or "https"
+        number = int(port) if port else DEFAULT_PORTS[scheme]
+        if not 0 < number < 65536:
+            raise ValueError(f"{entry!r}: the port must be between 1 and 65535.")
+        return cls(scheme, host, number, subdomains=scheme == "https")
+
+    def matches(self, scheme: str, host: str, port: int) -> bool:
+        if (scheme, port) != (self.scheme, self.port):
+            return False
+        return host == self.host or (self.subdomains and host.endswith("." + self.host))
+
+
+def origin_of(url: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of an http(s) URL, the port filled in; None for anything else (about:blank, data:)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS or not parts.hostname:
+        return None
+    return scheme, parts.hostname.rstrip("."), port or DEFAULT_PORTS[scheme]
+
+
 @dataclass(frozen=True, repr=False)
 class Credential:
     name: str
@@ -120,9 +178,20 @@ class Credential:
     def __repr__(self) -> str:  # never the values, even in a traceback
         return f"Credential(name={self.name!r}, domains={self.domains!r})"
 
-    def allows(self, host: str) -> bool:
-        host = host.lower().rstrip(".")
-        return any(host == d or host.endswith("." + d) for d in self.domains)
+    def allows(self, url: str) -> bool:
+        """Whether the credential may be typed into a document at `url`: its scheme, host and port match one of
+        the credential's sites (CredentialSite); an entry that does not parse allows nothing."""
+        origin = origin_of(url)
+        if origin is None:
+            return False
+        for entry in self.domains:
+            try:
+                site = CredentialSite.parse(entry)
+            except ValueError:
+                continue
+            if site.matches(*origin):
+                return True
+        return False
 
     def to_metadata(self) -> dict:
         return {"name": self.name, "domains": list(self.domains), "hasTotp": bool(self.totp_secret)}

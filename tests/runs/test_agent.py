@@ -25,7 +25,8 @@ LOG_IN = [
 ]
 
 
-def set_credential(domain: str = "127.0.0.1") -> None:
+def set_credential(domain: str) -> None:
+    """A credential `site` for LOGIN_USER; domain: where it may be typed (the test site's origin, say)."""
     real, sys.stdin = sys.stdin, io.StringIO(LOGIN_PASSWORD + "\n")  # the password arrives on stdin
     try:
         call_command("cred", "set", "site", "--domain", domain, "--username", LOGIN_USER, stdout=io.StringIO())
@@ -54,7 +55,7 @@ def agent(api, site, **spec) -> dict:
 def test_agent_logs_in_with_a_credential_saves_a_profile_and_the_password_never_leaks(
     api, site, settings, data_dir, provider
 ):
-    set_credential()
+    set_credential(site.base_url)
     server_class = FakeOpenAI if provider == "openai" else FakeAnthropic
     with server_class(LOG_IN) as server:
         use(settings, server, provider)
@@ -104,7 +105,7 @@ def test_credentials_are_not_typed_on_other_domains(api, site, settings):
         run = agent(api, site, cred="site")
     assert run["status"] == "failed"
     assert run["error"] == {"code": "agent_failed", "message": "The agent gave up: could not log in"}
-    assert "may not be typed on 127.0.0.1" in run["steps"][1]["observation"]
+    assert f"may not be typed on {site.base_url}" in run["steps"][1]["observation"]
 
 
 def test_max_steps_ends_the_run(api, site, settings):
@@ -124,18 +125,18 @@ def test_unknown_credential_is_400(api, settings):
     assert "cred" in response.json()["error"]["fields"]
 
 
-def test_cred_command_keeps_secrets_out_of_argv_and_listings(data_dir):
-    set_credential()
+def test_cred_command_keeps_secrets_out_of_argv_and_listings(data_dir, site):
+    set_credential(site.base_url)
     path = data_dir / "credentials" / "site.json"
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     listing = io.StringIO()
     call_command("cred", "list", "--json", stdout=listing)
-    assert json.loads(listing.getvalue()) == [{"name": "site", "domains": ["127.0.0.1"], "hasTotp": False}]
+    assert json.loads(listing.getvalue()) == [{"name": "site", "domains": [site.base_url], "hasTotp": False}]
     assert LOGIN_PASSWORD not in listing.getvalue()
 
 
 def test_a_secret_in_the_agents_output_is_scrubbed_wherever_it_sits(api, site, settings, data_dir):
-    set_credential()
+    set_credential(site.base_url)
     leaky = {"note": LOGIN_PASSWORD, "seen": [f"pw={LOGIN_PASSWORD}"], LOGIN_PASSWORD: 1}
     with FakeOpenAI([*LOG_IN[:3], {"tool": "done", "args": {"output": leaky}}]) as server:
         use(settings, server)

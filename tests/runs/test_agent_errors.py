@@ -112,7 +112,7 @@ def test_a_model_that_answers_429_every_time_fails_the_run_model_rate_limited_by
 
 
 def test_a_credential_deleted_after_submit_fails_the_run_unknown_credential(api, site, settings):
-    set_credential()
+    set_credential(site.base_url)
     with FakeOpenAI([{"tool": "done", "args": {"output": "never asked"}}]) as server:
         use(settings, server)
         response = api.post(

@@ -103,8 +103,12 @@ class GetFormSite:
         threading.Thread(target=self.http.serve_forever, daemon=True).start()
 
     @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.http.server_address[1]}"
+
+    @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.http.server_address[1]}/signin"
+        return self.origin + "/signin"
 
     def close(self) -> None:
         self.http.shutdown()
@@ -142,8 +146,8 @@ def manage(service: LiveService, *args: str, stdin: str = "") -> subprocess.Comp
     return done
 
 
-def set_credential(service: LiveService, name: str, username: str, password: str) -> str:
-    done = manage(service, "cred", "set", name, "--domain", "127.0.0.1", "--username", username, stdin=password + "\n")
+def set_credential(service: LiveService, name: str, site: str, username: str, password: str) -> str:
+    done = manage(service, "cred", "set", name, "--domain", site, "--username", username, stdin=password + "\n")
     return done.stdout + done.stderr
 
 
@@ -176,8 +180,8 @@ def pushed(tmp_path_factory, site, browser):
         # Serve starts (migrations, workers, Chromium) while the credentials are stored and this process logs in.
         started = pool.submit(service.start, 120)
         stored = [
-            pool.submit(set_credential, service, "site", LOGIN_USER, LOGIN_PASSWORD),
-            pool.submit(set_credential, service, "plain-form", "grace", GET_FORM_PASSWORD),
+            pool.submit(set_credential, service, "site", site.base_url, LOGIN_USER, LOGIN_PASSWORD),
+            pool.submit(set_credential, service, "plain-form", get_form.origin, "grace", GET_FORM_PASSWORD),
         ]
         try:
             state = real_login_state(browser, site)

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from profiles.credentials import CredentialNotFound, CredentialStore
 from profiles.store import NAME_PATTERN, StateFileError
-from runs.engine.spec import Credential
+from runs.engine.spec import Credential, CredentialSite
 from runs.terminal import CliCommand
 
 
@@ -28,7 +28,10 @@ class Command(CliCommand):
             "--domain",
             action="append",
             required=True,
-            help="A domain it may be typed into (subdomains included); repeat for more.",
+            help=(
+                "A site it may be typed into; repeat for more. `example.com` or `example.com:8443`: https, that host "
+                "and its subdomains; `http://host[:port]`: plain http too, that exact host only."
+            ),
         )
         put.add_argument("--username", required=True, help="The username (not secret).")
         put.add_argument("--totp", action="store_true", help="Also read a TOTP secret (base32) after the password.")
@@ -65,6 +68,11 @@ class Command(CliCommand):
             raise CommandError("The password is empty.", returncode=2)
         totp_secret = self._secret("TOTP secret: ") if totp else None
         domains = tuple(d.strip().lower().lstrip(".") for d in domain if d.strip())
+        for entry in domains:
+            try:
+                CredentialSite.parse(entry)
+            except ValueError as error:
+                raise CommandError(str(error), returncode=2) from None
         self.store.write(
             Credential(name=name, username=username, password=password, domains=domains, totp_secret=totp_secret)
         )
