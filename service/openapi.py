@@ -46,7 +46,7 @@ DESCRIPTIONS = {
     "409": "Conflicts with the current state (a taken name, a finished run).",
     "413": "The request body is larger than API_MAX_BODY_BYTES.",
     "415": "The body was not sent as JSON (Content-Type: application/json).",
-    "429": "Over the key's rate limit or the queue is full; see Retry-After.",
+    "429": "Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After.",
     "502": "The page or the search backend failed (DNS, refused, HTTP error, not HTML).",
     "503": "A needed backend is not configured (e.g. SEARXNG_URL).",
     "504": "The page did not answer in time.",
@@ -178,7 +178,7 @@ def error_responses(result: dict, generator, request, public) -> dict:
             if method in ("post", "put", "patch", "delete"):
                 codes.append("409")
             if path == "/api/session":
-                codes += ["401", "403"]
+                codes += ["401", "403"] + (["429"] if method == "post" else [])  # failed sign-ins are limited
             codes += GATEWAY.get((path, method), ())
             responses = operation.setdefault("responses", {})
             for code in codes:
