@@ -29,7 +29,6 @@ KEY_RECHECK_SECONDS = 5.0
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
-CLOSE_FORBIDDEN = 4403
 CLOSE_TOO_FAR_BEHIND = 4408
 CLOSE_DRAIN_SECONDS = 30
 # A client whose unread data stays above EVENTS_MAX_SEND_BUFFER_BYTES this long is too far behind.
@@ -219,18 +218,20 @@ class EventsConsumer(AsyncWebsocketConsumer):
         self._dropped = False
         self._sent = 0
         self._waiting = 0  # events offered to this connection that its sender has not taken yet
+        # The handshake completes only for a client that may read the stream: others get an HTTP answer (403 for
+        # a session used from a foreign origin, 401 without a valid key or session) and no connection.
+        foreign = _foreign_origin(self.scope) if _header(self.scope, b"authorization") is None else None
+        if foreign is not None:
+            await self.refuse(403, f"forbidden: a session does not work from {foreign}")
+            return
+        self.credential = await _authenticate(self.scope)
+        if self.credential is None:
+            await self.refuse(401, "unauthenticated")
+            return
         # "From now" means from before the handshake completes: a client that submits right after connecting
         # must see its run's first event.
         now = await database_sync_to_async(stream.latest_event_id)()
         await self.accept()
-        foreign = _foreign_origin(self.scope) if _header(self.scope, b"authorization") is None else None
-        if foreign is not None:
-            await self.close_with_reason(CLOSE_FORBIDDEN, f"forbidden: a session does not work from {foreign}")
-            return
-        self.credential = await _authenticate(self.scope)
-        if self.credential is None:
-            await self.close_with_reason(CLOSE_UNAUTHENTICATED, "unauthenticated")
-            return
         query = parse_qs(self.scope.get("query_string", b"").decode())
         try:
             after = query.get("after", [None])[0]
@@ -261,6 +262,18 @@ class EventsConsumer(AsyncWebsocketConsumer):
             self._sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sender
+
+    async def refuse(self, status: int, reason: str) -> None:
+        """Answer the handshake with an HTTP error: daphne answers a close before accept with 403 "Access denied",
+        so the status and reason are given to its handshake directly when that is the server."""
+        protocol = _daphne_protocol(self.base_send)
+        handshake = getattr(protocol, "handshake_deferred", None)
+        if handshake is not None and not handshake.called:
+            from autobahn.websocket.types import ConnectionDeny
+
+            handshake.errback(ConnectionDeny(code=status, reason=reason))
+        else:
+            await self.close()
 
     async def close_with_reason(self, code: int, reason: str) -> None:
         """Close with a reason the client can read: daphne drops the reason of an ASGI close, so it is given to

@@ -115,6 +115,38 @@ describe("RunStream", () => {
     expect(states.at(-1)).toBe("unauthorized");
   });
 
+  it("stops when a handshake is refused and the session is gone, and retries while it is not", async () => {
+    let signedIn = true;
+    const sockets: FakeSocket[] = [];
+    const states: StreamState[] = [];
+    const timers: (() => void)[] = [];
+    const stream = new RunStream({
+      runId: "run-1",
+      base: "ws://service.test",
+      createSocket: (url) => {
+        const socket = new FakeSocket(url);
+        sockets.push(socket);
+        return socket;
+      },
+      setTimer: (callback) => timers.push(callback),
+      clearTimer: () => undefined,
+      signedIn: async () => signedIn,
+      handlers: { onFrame: () => undefined, onState: (state) => states.push(state) },
+    });
+    stream.start();
+    sockets[0]!.drop(); // refused before it opened, but still signed in (a restart, say): retry
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(timers).toHaveLength(1);
+    timers[0]!();
+    signedIn = false;
+    sockets[1]!.drop(); // refused, and the session is gone: stop
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(timers).toHaveLength(1);
+    expect(states.at(-1)).toBe("unauthorized");
+  });
+
   it("ignores other runs' frames and garbage, and asks for a re-read on resync", () => {
     const { stream, sockets, frames, resyncs } = harness();
     stream.start();

@@ -45,6 +45,9 @@ export interface StreamOptions {
   backoff?: readonly number[];
   setTimer?: (callback: () => void, ms: number) => unknown;
   clearTimer?: (handle: unknown) => void;
+  /** Asked when a connection closes before it opened: the service refuses the handshake of a signed-out
+   * browser (HTTP 401, which a browser only shows as close code 1006), so a false answer stops the stream. */
+  signedIn?: () => Promise<boolean>;
 }
 
 export function defaultEventsBase(location: Pick<Location, "protocol" | "host"> = window.location): string {
@@ -130,7 +133,9 @@ export class RunStream {
       return;
     }
     this.socket = socket;
+    let opened = false;
     socket.onopen = () => {
+      opened = true;
       this.attempt = 0;
       this.setState("live");
       this.options.handlers.onOpen?.(resumed);
@@ -150,6 +155,21 @@ export class RunStream {
       if (event.code === CLOSE_BAD_REQUEST) {
         this.stopped = true;
         this.setState("closed");
+        return;
+      }
+      if (!opened && this.options.signedIn) {
+        const signedIn = this.options.signedIn;
+        void signedIn()
+          .catch(() => true) // the service cannot be reached: keep trying
+          .then((yes) => {
+            if (this.stopped) return;
+            if (yes) {
+              this.scheduleReconnect();
+            } else {
+              this.stopped = true;
+              this.setState("unauthorized");
+            }
+          });
         return;
       }
       // 4408 (too far behind), 1006 (network drop), 1001 (server going away): resume from the cursor.

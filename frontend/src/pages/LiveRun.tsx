@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useReducer, useRef, useState } from "react";
 import { Link, useLocation, useParams } from "react-router";
-import { ApiError, notifyUnauthorized } from "../api/client";
+import { ApiError, api, notifyUnauthorized } from "../api/client";
 import { runs } from "../api/endpoints";
 import { RunStream, type StreamState } from "../api/events";
 import { isFinal, type Run, type RunDetail, type RunFrame } from "../api/types";
@@ -53,6 +53,7 @@ export function LiveRun() {
   useEffect(() => {
     const current = new RunStream({
       runId: id,
+      signedIn: async () => (await api<{ signedIn: boolean }>("/api/session")).signedIn,
       handlers: {
         onFrame: (frame) => dispatch({ type: "frame", frame }),
         onState: (state) => {
