@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import connection
 
 from profiles.credentials import CredentialNotFound, CredentialStore
-from profiles.store import ProfileStore
+from profiles.store import ProfileExists, ProfileStore
 from runs import services
 from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.browser import Browser, process_browser
@@ -167,7 +167,17 @@ def _execute_agent(run: Run, recorder: RunRecorder) -> Outcome:
     )
     done = run_agent(spec, recorder, worker_browser(), make_model(model_config))
     if done.storage_state is not None:
-        ProfileStore(settings.DATA_DIR).write(run.spec["saveProfile"], done.storage_state, overwrite=True)
+        name = run.spec["saveProfile"]
+        try:
+            ProfileStore(settings.DATA_DIR).write(
+                name, done.storage_state, overwrite=bool(run.spec.get("overwriteProfile"))
+            )
+        except ProfileExists:
+            raise EngineError(
+                "profile_exists",
+                f"A profile named {name!r} was created while the run ran; it was kept, and this session not saved "
+                "(give overwriteProfile: true to replace it).",
+            ) from None
     return Outcome(done.output, done.input_tokens, done.output_tokens)
 
 

@@ -117,7 +117,7 @@ class OptionsSerializer(StrictSerializer):
 KIND_FIELDS = {
     "fetch": set(),
     "extract": {"schema", "instruction"},
-    "agent": {"goal", "cred", "saveProfile"},
+    "agent": {"goal", "cred", "saveProfile", "overwriteProfile"},
 }
 
 
@@ -129,6 +129,9 @@ class RunSpecSerializer(StrictSerializer):
     goal = serializers.CharField(required=False, max_length=10_000)
     cred = name_field("credential", required=False)
     saveProfile = name_field("profile", required=False)
+    overwriteProfile = serializers.BooleanField(
+        required=False, help_text="Replace the profile named by saveProfile if it exists (else the run is refused)."
+    )
     profile = name_field("profile", required=False)
     storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
     options = OptionsSerializer(required=False)
@@ -156,6 +159,16 @@ class RunSpecSerializer(StrictSerializer):
             errors["profile"] = ["Give either profile or storageStatePath, not both."]
         elif "profile" in attrs and not profile_path(settings.DATA_DIR, attrs["profile"]).is_file():
             errors["profile"] = [f"There is no profile named {attrs['profile']!r}."]
+        if "overwriteProfile" in attrs and "saveProfile" not in attrs:
+            errors["overwriteProfile"] = ["overwriteProfile goes with saveProfile."]
+        elif (
+            "saveProfile" in attrs
+            and not attrs.get("overwriteProfile")
+            and profile_path(settings.DATA_DIR, attrs["saveProfile"]).exists()
+        ):
+            errors["saveProfile"] = [
+                f"A profile named {attrs['saveProfile']!r} exists; give overwriteProfile: true to replace it."
+            ]
         if errors:
             raise serializers.ValidationError(errors)
         needs_model = kind == "agent" or (kind == "extract" and not is_rule_schema(attrs["schema"]))
@@ -391,6 +404,9 @@ class FetchResponseSerializer(serializers.Serializer):
         choices=["load", "domcontentloaded"],
         help_text="How far the browser got: domcontentloaded when the load event did not come within a few seconds "
         "of DOMContentLoaded (the page was read as it was); always load for render http.",
+    )
+    truncated = serializers.BooleanField(
+        help_text="The page was longer than the service reads (20 MiB of HTML): the result is of its beginning."
     )
     runId = serializers.UUIDField(required=False, help_text="With persist: true, the run that keeps it.")
 

@@ -50,6 +50,7 @@ OPTION_NAMES = {
     "goal": "--goal",
     "cred": "--cred",
     "saveProfile": "--save-profile",
+    "overwriteProfile": "--overwrite-profile",
     "profile": "--profile",
     "storageStatePath": "--storage-state",
     "options.maxSteps": "--max-steps",

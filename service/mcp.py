@@ -239,7 +239,10 @@ async def extract(arguments: dict) -> types.CallToolResult:
 
 
 async def start_agent(arguments: dict) -> types.CallToolResult:
-    spec = {"kind": "agent", **{k: arguments[k] for k in ("url", "goal", "profile", "saveProfile") if k in arguments}}
+    spec = {
+        "kind": "agent",
+        **{k: arguments[k] for k in ("url", "goal", "profile", "saveProfile", "overwriteProfile") if k in arguments},
+    }
     if "maxSteps" in arguments:
         spec["options"] = {"maxSteps": arguments["maxSteps"]}
     run = await _in_thread(_submit)(spec)
@@ -381,6 +384,10 @@ TOOLS: dict[str, Tool] = {
                     "goal": {"type": "string", "description": "What the agent should achieve or find out."},
                     "profile": {"type": "string", "description": "Start from this stored login profile."},
                     "saveProfile": {"type": "string", "description": "Save the browser session as this profile."},
+                    "overwriteProfile": {
+                        "type": "boolean",
+                        "description": "Replace the saveProfile profile if it exists (else the run is refused).",
+                    },
                     "maxSteps": {"type": "integer", "minimum": 1, "maximum": 200, "default": 25},
                 },
                 required=("url", "goal"),

@@ -32,6 +32,7 @@ from runs.engine.navigation import (
     Tab,
     capture_screenshot,
     navigation_error,
+    page_html,
     replaced_document,
 )
 from runs.engine.netguard import REFUSED_HEADER, network_guard
@@ -76,7 +77,9 @@ _OBSERVE_JS = """([limit, secretMarker]) => {
     if (tag === 'select') line += ` options: ${Array.from(el.options).map(o => o.value).slice(0, 20).join(', ')}`;
     lines.push(line);
   }
-  return {title: document.title, elements: lines, text: (document.body ? document.body.innerText : '')};
+  // Cut in the page: only the start of the text is shown, and a page can make its text hundreds of MB.
+  return {title: document.title.slice(0, 1000), elements: lines,
+          text: (document.body ? document.body.innerText.slice(0, 200000) : '')};
 }"""
 
 _REF = {"type": "integer", "description": "The element's [ref] from the observation."}
@@ -429,9 +432,9 @@ def _act(page: Page, name: str, arguments: dict, secrets: Secrets, spec: AgentSp
         if not isinstance(schema, dict) or not is_rule_schema(schema):
             # Free-form extraction is the page's Markdown: the model reads it and answers with done.
             return "Page content as Markdown:\n" + secrets.scrub(
-                to_markdown(page.content(), main_content=True, url=page.url)
+                to_markdown(page_html(page), main_content=True, url=page.url)
             )
-        data = extract_by_rules(page.content(), schema, url=page.url)
+        data = extract_by_rules(page_html(page), schema, url=page.url)
         return "Extracted:\n" + json.dumps(secrets.scrub_all(data), ensure_ascii=False)
     else:
         raise _ActionError(f"there is no tool named {name!r}")

@@ -16,6 +16,7 @@ from runs.engine.browser import Browser
 from runs.engine.http_fetch import http_load, is_js_shell
 from runs.engine.markdown import to_markdown
 from runs.engine.navigation import (
+    HTML_MAX_CHARS,
     LOAD_GRACE_MS,
     TRACK_PENDING_JS,
     Deadline,
@@ -51,6 +52,8 @@ def _observation(status: int, final_url: str, requested: str, snapshot: Snapshot
         lines.append(f"load state: {snapshot.load_state} (the load event did not come within {LOAD_GRACE_MS} ms)")
     if snapshot.failed_hop:
         lines.append(f"the page then navigated itself to {snapshot.failed_hop}, which did not load: this page is kept")
+    if snapshot.cut:
+        lines.append(f"the page's HTML is longer than {HTML_MAX_CHARS} characters: only its beginning was read")
     return "\n".join(lines)
 
 
@@ -116,6 +119,7 @@ def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser, *, convert:
         html=snapshot.html,
         links=list(dict.fromkeys(link for link in snapshot.links if link.startswith(("http://", "https://")))),
         load_state=snapshot.load_state,
+        truncated=snapshot.cut,
         markdown=converting,
     )
 
@@ -192,4 +196,5 @@ def fetch(
         links=loaded.links,
         render=loaded.render,
         load_state=loaded.load_state,
+        truncated=loaded.truncated,
     )

@@ -115,6 +115,9 @@ def http_load(spec: FetchSpec, recorder: Recorder) -> LoadedPage:
     if final_url != spec.url:
         lines.append(f"redirected from {spec.url}")
     lines += [f"content-type: {content_type or 'unknown'}", f"title: {title}"]
+    truncated = len(body) > MAX_BODY_BYTES
+    if truncated:
+        lines.append(f"the response is longer than {MAX_BODY_BYTES} bytes: only its beginning was read")
     recorder.step(
         action="navigate",
         url=final_url,
@@ -134,6 +137,7 @@ def http_load(spec: FetchSpec, recorder: Recorder) -> LoadedPage:
         html=html,
         links=links,
         render="http",
+        truncated=truncated,
     )
 
 

@@ -43,8 +43,21 @@ REFRESH_FOLLOW_S = 3
 NEXT_DOCUMENT_MS = 3000
 SCREENSHOT_MS = 5000
 AGAIN_MS = 10_000
+# What a page's script may hand back, cut in the page (the plain-HTTP path reads at most as much: http_fetch.py).
+HTML_MAX_CHARS = 20 * 1024 * 1024
+TITLE_MAX_CHARS = 1000
+LINKS_MAX = 10_000
+LINK_MAX_CHARS = 4096
 
-TRACK_PENDING_JS = """(() => {
+
+def _with_limits(script: str) -> str:
+    limits = {"__HTML_MAX__": HTML_MAX_CHARS, "__TITLE_MAX__": TITLE_MAX_CHARS, "__LINKS_MAX__": LINKS_MAX}
+    for name, value in {**limits, "__LINK_MAX__": LINK_MAX_CHARS}.items():
+        script = script.replace(name, str(value))
+    return script
+
+
+TRACK_PENDING_JS = _with_limits("""(() => {
   const w = window, nativeSetTimeout = w.setTimeout, nativeClearTimeout = w.clearTimeout;
   const nativeClearInterval = w.clearInterval;
   // id -> when it is due; one past due by 200 ms was cancelled in a way not seen here. A timer set by a timer set by
@@ -95,9 +108,12 @@ TRACK_PENDING_JS = """(() => {
     if (typeof w.__keepDocument === 'function' && document.documentElement) {
       const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
       // parsed: false when the page leaves from a script in its head: Chromium stops parsing it there.
-      w.__keepDocument({url: location.href, title: document.title, parsed: document.readyState !== 'loading',
-                        html: doctype + document.documentElement.outerHTML,
-                        links: Array.from(document.querySelectorAll('a[href]'), a => a.href)});
+      const html = doctype + document.documentElement.outerHTML;
+      w.__keepDocument({url: location.href, title: document.title.slice(0, __TITLE_MAX__),
+                        parsed: document.readyState !== 'loading',
+                        html: html.slice(0, __HTML_MAX__), cut: html.length > __HTML_MAX__,
+                        links: Array.from(document.querySelectorAll('a[href]'), a => a.href.slice(0, __LINK_MAX__))
+                          .slice(0, __LINKS_MAX__)});
     }
   };
   if (w.navigation && w.navigation.addEventListener) w.navigation.addEventListener('navigate', event => {
@@ -120,11 +136,11 @@ TRACK_PENDING_JS = """(() => {
     value: () => ({pending: requests + pendingTimers(), changed, leaving}),
   });
   Object.defineProperty(w, '__nativeSetTimeout', {value: nativeSetTimeout});
-})();"""
+})();""")
 
 # The snapshot also says whether the page is about to leave: it announced a navigation (the Navigation API's
 # navigate event), or a meta refresh with a URL other than this one is due within the given number of seconds.
-SNAPSHOT_JS = """([quiet, max, refreshWithin]) => new Promise((resolve, reject) => {
+SNAPSHOT_JS = _with_limits("""([quiet, max, refreshWithin]) => new Promise((resolve, reject) => {
   const later = window.__nativeSetTimeout || setTimeout;
   const state = window.__settleState || (() => ({pending: 0, changed: 0, leaving: false}));
   const start = performance.now();
@@ -146,11 +162,15 @@ SNAPSHOT_JS = """([quiet, max, refreshWithin]) => new Promise((resolve, reject) 
       const ready = document.documentElement !== null || now - start >= max;
       if (ready && (leaving || now - start >= max || (pending === 0 && now - changed >= quiet))) {
         const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
+        const html = document.documentElement ? doctype + document.documentElement.outerHTML : '';
+        // Cut in the page: a page can build hundreds of MB of HTML, which would cross to the worker whole.
         resolve({
           url: location.href,
-          title: document.title,
-          html: document.documentElement ? doctype + document.documentElement.outerHTML : '',
-          links: Array.from(document.querySelectorAll('a[href]'), a => a.href),
+          title: document.title.slice(0, __TITLE_MAX__),
+          html: html.slice(0, __HTML_MAX__),
+          cut: html.length > __HTML_MAX__,
+          links: Array.from(document.querySelectorAll('a[href]'), a => a.href.slice(0, __LINK_MAX__))
+            .slice(0, __LINKS_MAX__),
           leaving: Boolean(leaving),
           refresh: refresh(),
         });
@@ -159,7 +179,7 @@ SNAPSHOT_JS = """([quiet, max, refreshWithin]) => new Promise((resolve, reject) 
       }
     } catch (error) { reject(error); }
   })();
-})"""
+})""")
 
 # Chromium's net errors -> our codes.
 _NET_ERRORS = {
@@ -199,6 +219,17 @@ def navigation_error(error: PlaywrightError) -> EngineError:
 def replaced_document(error: PlaywrightError) -> bool:
     """True when the error only means the page navigated while a script read it."""
     return any(marker in str(error) for marker in _REPLACED)
+
+
+PAGE_HTML_JS = _with_limits("""() => {
+  const doctype = document.doctype ? new XMLSerializer().serializeToString(document.doctype) : '';
+  return document.documentElement ? (doctype + document.documentElement.outerHTML).slice(0, __HTML_MAX__) : '';
+}""")
+
+
+def page_html(page: Page) -> str:
+    """The page's HTML as it is now, at most HTML_MAX_CHARS (cut in the page, unlike page.content())."""
+    return page.evaluate(PAGE_HTML_JS)
 
 
 def capture_screenshot(page: Page, **options) -> bytes | None:
@@ -264,6 +295,7 @@ class Snapshot:
     # Set when the page navigated itself to a document that failed to load (an error page, a refused address):
     # this snapshot is the last document that loaded, and the note says where the page tried to go.
     failed_hop: str = ""
+    cut: bool = False  # the HTML was longer than HTML_MAX_CHARS: this is its beginning
 
 
 class Tab:
@@ -352,7 +384,9 @@ class Tab:
                 continue
             if read["url"].startswith("chrome-error://"):  # read before the failed navigation was even reported
                 return self._fallback(kept, deadline)
-            current = Snapshot(read["url"], read["title"], read["html"], read["links"], load_state, self.response)
+            current = Snapshot(
+                read["url"], read["title"], read["html"], read["links"], load_state, self.response, cut=read["cut"]
+            )
             leaving = read["leaving"] or read["refresh"] is not None or self.navigations != seen
             if not leaving or hop == MAX_HOPS or not self._next_document(seen, read["refresh"], deadline):
                 return current
@@ -383,10 +417,12 @@ class Tab:
         its head moving it elsewhere) has only its first part in the browser: its HTML is asked for again, through
         the same context (cookies, network guard), as the server sends it."""
         left, response = self.left
-        html = left["html"]
+        html, cut = left["html"], left.get("cut", False)
         if not left.get("parsed", True):
-            html = self._document_again(left["url"], deadline) or html
-        return Snapshot(left["url"], left["title"], html, left["links"], load_state, response)
+            again = self._document_again(left["url"], deadline)
+            if again is not None:
+                html, cut = again[:HTML_MAX_CHARS], len(again) > HTML_MAX_CHARS
+        return Snapshot(left["url"], left["title"], html, left["links"], load_state, response, cut=cut)
 
     def _document_again(self, url: str, deadline: Deadline) -> str | None:
         try:

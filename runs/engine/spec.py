@@ -83,6 +83,7 @@ class LoadedPage:
     links: list[str]
     render: str = "browser"
     load_state: str = "load"
+    truncated: bool = False  # the page was longer than the engine reads (its beginning is here)
     # The Markdown being converted while the browser finishes (screenshot, closing): (markdown, milliseconds).
     markdown: Future[tuple[str, int]] | None = field(default=None, compare=False, repr=False)
 
@@ -97,6 +98,7 @@ class FetchResult:
     links: list[str]
     render: str = "browser"
     load_state: str = "load"
+    truncated: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -108,6 +110,7 @@ class FetchResult:
             "links": self.links,
             "render": self.render,
             "loadState": self.load_state,
+            "truncated": self.truncated,
         }
 
 

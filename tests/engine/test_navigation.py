@@ -21,7 +21,7 @@ from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.extract import ExtractSpec, extract
 from runs.engine.fetch import fetch
 from runs.engine.models import ModelSettings, make_model
-from runs.engine.navigation import LOAD_GRACE_MS
+from runs.engine.navigation import HTML_MAX_CHARS, LOAD_GRACE_MS, TITLE_MAX_CHARS
 from runs.engine.netpolicy import NetworkPolicy
 from runs.engine.spec import FetchOptions, FetchSpec
 from tests.engine.recorder import ListRecorder
@@ -59,6 +59,9 @@ def redirect_script(to: str, ms: int) -> str:
 def page_for(path: str, query: dict[str, str], started: dict[str, float]) -> str | None:
     if path == "/plain":
         return article("Plain page", PLAIN_TEXT)
+    if path == "/huge":  # a few hundred bytes that build 30 million characters of HTML and a 5000-character title
+        build = "document.body.append(Object.assign(document.createElement('p'), {textContent: 'x '.repeat(15e6)}));"
+        return article("Huge", PLAIN_TEXT, extra=f"<script>{build} document.title = 'T'.repeat(5000);</script>")
     if path == "/never-loads":
         return article("Never loads", NEVER_LOADS_TEXT, extra='<img src="/held.png" alt="">')
     if path == "/script-redirect":
@@ -185,6 +188,17 @@ def test_a_page_whose_load_event_never_comes_is_read_after_a_short_grace(pages, 
     assert said in navigate["observation"]
 
 
+def test_a_page_that_builds_more_html_than_is_read_is_cut_in_the_page_and_says_so(pages, browser):
+    recorder = ListRecorder()
+    result = fetch(spec(pages("/huge")), recorder, browser)
+    assert result.to_dict()["truncated"] is True
+    assert PLAIN_TEXT in result.markdown  # the beginning is kept
+    assert len(result.markdown) <= HTML_MAX_CHARS and len(result.title) == TITLE_MAX_CHARS
+    said = f"the page's HTML is longer than {HTML_MAX_CHARS} characters: only its beginning was read"
+    assert said in recorder.steps[0]["observation"]
+    assert fetch(spec(pages("/plain")), ListRecorder(), browser).to_dict()["truncated"] is False
+
+
 def test_a_page_that_loads_says_load(pages, browser):
     recorder = ListRecorder()
     result = fetch(spec(pages("/plain")), recorder, browser)
@@ -275,6 +289,7 @@ def test_sync_fetch_api_reads_a_page_whose_load_never_comes(api, pages):
         "links": [],
         "render": "browser",
         "loadState": "domcontentloaded",
+        "truncated": False,
     }
 
 

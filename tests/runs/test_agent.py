@@ -145,3 +145,46 @@ def test_a_secret_in_the_agents_output_is_scrubbed_wherever_it_sits(api, site, s
     assert LOGIN_PASSWORD not in json.dumps(run)
     assert run["result"]["seen"][0].startswith("pw=") and len(run["result"]) == 3
     assert LOGIN_PASSWORD not in django_database_text()
+
+
+def test_save_profile_never_replaces_a_profile_unless_told(api, site, settings, data_dir):
+    set_credential(site.base_url)
+    existing = data_dir / "profiles" / "site-session.json"
+    existing.parent.mkdir(parents=True, exist_ok=True)
+    existing.write_text('{"cookies": [], "origins": []}')
+    existing.chmod(0o600)
+    before = existing.read_bytes()
+    body = {"kind": "agent", "url": site.url("/login"), "goal": "Log in", "cred": "site", "saveProfile": "site-session"}
+    settings.MODEL_PROVIDER = "openai"
+    refused = api.post("/api/runs", body, format="json")
+    assert refused.status_code == 400
+    assert refused.json()["error"]["fields"] == {
+        "saveProfile": ["A profile named 'site-session' exists; give overwriteProfile: true to replace it."]
+    }
+    alone = api.post("/api/runs", {**body, "saveProfile": "other", "overwriteProfile": True}, format="json")
+    assert alone.status_code == 201  # a profile that does not exist yet may be named with it too
+    no_name = {key: value for key, value in body.items() if key != "saveProfile"}
+    assert api.post("/api/runs", {**no_name, "overwriteProfile": True}, format="json").json()["error"]["fields"] == {
+        "overwriteProfile": ["overwriteProfile goes with saveProfile."]
+    }
+    assert existing.read_bytes() == before and Run.objects.count() == 1
+    with FakeOpenAI(LOG_IN) as server:
+        use(settings, server)
+        run = agent(api, site, cred="site", saveProfile="site-session", overwriteProfile=True)
+    assert run["status"] == "succeeded", run["error"]
+    assert any(cookie["name"] == "sid" for cookie in json.loads(existing.read_text())["cookies"])
+
+
+def test_a_profile_created_while_the_run_ran_is_kept(api, site, settings, data_dir):
+    set_credential(site.base_url)
+    with FakeOpenAI(LOG_IN) as server:
+        use(settings, server)
+        body = {"kind": "agent", "url": site.url("/login"), "goal": "g", "cred": "site", "saveProfile": "late"}
+        submitted = api.post("/api/runs", body, format="json").json()
+        late = data_dir / "profiles" / "late.json"
+        late.parent.mkdir(parents=True, exist_ok=True)
+        late.write_text('{"cookies": [], "origins": []}')
+        execute_run(submitted["id"])
+    run = api.get(f"/api/runs/{submitted['id']}").json()
+    assert run["status"] == "failed" and run["error"]["code"] == "profile_exists", run["error"]
+    assert late.read_text() == '{"cookies": [], "origins": []}'

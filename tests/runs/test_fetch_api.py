@@ -41,6 +41,7 @@ def test_render_http_gives_the_page_without_a_browser(api, site):
         "links": [site.url(path) for path in ("/", "/news", "/sport", "/report", "/privacy")],
         "render": "http",
         "loadState": "load",  # the whole response was read
+        "truncated": False,
     }
     assert Run.objects.count() == 0  # not kept unless persist is true
 

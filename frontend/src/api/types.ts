@@ -30,6 +30,8 @@ export interface RunSpec {
   goal?: string;
   cred?: string;
   saveProfile?: string;
+  /** Replace the saveProfile profile if it exists (else the run is refused). */
+  overwriteProfile?: boolean;
   profile?: string;
   storageStatePath?: string;
   options?: RunOptions;
@@ -102,6 +104,8 @@ export interface FetchResult {
   render?: Render;
   /** How far the browser got: "domcontentloaded" when the load event did not come in time. */
   loadState?: "load" | "domcontentloaded";
+  /** The page was longer than the service reads: the result is of its beginning. */
+  truncated?: boolean;
 }
 
 export interface SavedQuery {

@@ -38,6 +38,12 @@ export function ResultView({ kind, result }: { kind: RunKind; result: unknown })
               </dd>
             </div>
           )}
+          {result.truncated && (
+            <div>
+              <dt>Cut</dt>
+              <dd title="The page was longer than the service reads; this is its beginning">beginning only</dd>
+            </div>
+          )}
           <div>
             <dt>Links</dt>
             <dd>{result.links.length.toLocaleString()}</dd>

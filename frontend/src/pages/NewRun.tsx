@@ -25,6 +25,7 @@ interface FormState {
   goal: string;
   cred: string;
   saveProfile: string;
+  overwriteProfile: boolean;
   source: SessionSource;
   profile: string;
   storageStatePath: string;
@@ -46,6 +47,7 @@ function initialState(spec: RunSpec | undefined): FormState {
     goal: spec?.goal ?? "",
     cred: spec?.cred ?? "",
     saveProfile: spec?.saveProfile ?? "",
+    overwriteProfile: spec?.overwriteProfile ?? false,
     source: spec?.profile ? "profile" : spec?.storageStatePath ? "file" : "none",
     profile: spec?.profile ?? "",
     storageStatePath: spec?.storageStatePath ?? "",
@@ -103,6 +105,7 @@ export function buildSpec(form: FormState, schema: unknown): RunSpec {
     spec.goal = form.goal.trim();
     if (form.cred.trim()) spec.cred = form.cred.trim();
     if (form.saveProfile.trim()) spec.saveProfile = form.saveProfile.trim();
+    if (form.saveProfile.trim() && form.overwriteProfile) spec.overwriteProfile = true;
   }
   if (form.source === "profile" && form.profile) spec.profile = form.profile;
   if (form.source === "file" && form.storageStatePath.trim()) spec.storageStatePath = form.storageStatePath.trim();
@@ -264,6 +267,16 @@ export function NewRun() {
                   aria-describedby={describedBy("run-save-profile", true, problem("saveProfile"))}
                 />
               </Field>
+              {form.saveProfile.trim() && (
+                <label className="check">
+                  <input
+                    type="checkbox"
+                    checked={form.overwriteProfile}
+                    onChange={(event) => set("overwriteProfile", event.target.checked)}
+                  />
+                  Replace it if it exists
+                </label>
+              )}
             </div>
           </>
         )}

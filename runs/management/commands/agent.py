@@ -24,6 +24,12 @@ class Command(CliCommand):
             "--save-profile", dest="save_profile", help="Store the browser session at the end as this profile."
         )
         parser.add_argument(
+            "--overwrite-profile",
+            dest="overwrite_profile",
+            action="store_true",
+            help="Replace the --save-profile profile if it exists (else the run is refused).",
+        )
+        parser.add_argument(
             "--max-steps", dest="max_steps", type=positive_int, default=25, help="At most this many actions."
         )
         add_run_options(parser)
@@ -40,6 +46,8 @@ class Command(CliCommand):
             spec["cred"] = cred
         if save_profile:
             spec["saveProfile"] = save_profile
+        if options["overwrite_profile"]:
+            spec["overwriteProfile"] = True
         follower = progress(self, as_json=options["as_json"], quiet=options["quiet"])
         run = execute(
             self,
