@@ -133,7 +133,8 @@ class SessionSerializer(serializers.Serializer):
 
 class SessionView(APIView):
     """The playground's sign-in: an API key exchanged for a session cookie (HttpOnly) plus the CSRF cookie its
-    writes must echo in X-CSRFToken. GET says whether this browser is signed in; DELETE signs out."""
+    writes must echo in X-CSRFToken. GET says whether this browser is signed in (and sets the CSRF cookie that the
+    sign-in itself must echo); DELETE signs out."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
@@ -147,6 +148,9 @@ class SessionView(APIView):
     @extend_schema(request=SignInSerializer, responses=SessionSerializer)
     def post(self, request: Request) -> Response:
         refuse_foreign_origin(request)  # no page elsewhere signs this browser in
+        # Nor a page whose origin the browser did not send: the sign-in echoes the CSRF cookie GET /api/session set
+        # (login CSRF: a page signing this browser in with a key of its own).
+        SessionKeyAuthentication().enforce_csrf(request)
         address = request.META.get("REMOTE_ADDR") or "unknown"
         wait = sign_in_wait(address)
         if wait is not None:

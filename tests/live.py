@@ -22,6 +22,21 @@ from service.processes import stop_when_parent_dies
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "live-test-key-0123456789"
+
+
+def browser_sign_in(base_url: str, key: str, session: requests.Session | None = None) -> requests.Response:
+    """Sign a requests session in as the playground does: GET /api/session sets the CSRF cookie, the sign-in
+    echoes it in X-CSRFToken."""
+    session = session if session is not None else requests.Session()
+    session.get(f"{base_url}/api/session", timeout=30)
+    return session.post(
+        f"{base_url}/api/session",
+        json={"key": key},
+        headers={"X-CSRFToken": session.cookies.get("csrftoken", "")},
+        timeout=30,
+    )
+
+
 # For the tests that kill a worker (or let serve kill one at the end of its grace period) and wait for its run to
 # be re-queued: with the production lease (RUN_LEASE_SECONDS, 20 s) each would wait 20 s. Every other live service
 # keeps the production lease, which a loaded machine cannot lapse by accident (a lapsed lease is a correct retry,

@@ -28,6 +28,7 @@ from tests.live import (
     LiveService,
     ProbeSite,
     ScratchPostgres,
+    browser_sign_in,
     postgres_available,
     redis_available,
 )
@@ -214,7 +215,7 @@ def test_a_cursor_older_than_the_kept_events_gets_resync_first(service, site):
 def signed_in_session(service: LiveService, key: str = KEY) -> str:
     """The session cookie the playground gets from POST /api/session."""
     browser = requests.Session()
-    response = browser.post(f"{service.base_url}/api/session", json={"key": key}, timeout=10)
+    response = browser_sign_in(service.base_url, key, browser)
     assert response.json()["signedIn"] is True
     return browser.cookies["sessionid"]
 

@@ -122,9 +122,10 @@ def signed_in_browser(raw_key: str) -> Client:
     """A browser that signed in to the playground with raw_key; its writes carry the CSRF token."""
     browser = Client(enforce_csrf_checks=True)
     browser.get("/api/session")
+    browser.defaults["HTTP_X_CSRFTOKEN"] = browser.cookies["csrftoken"].value
     signed_in = browser.post("/api/session", data={"key": raw_key}, content_type="application/json")
     assert signed_in.status_code == 200, signed_in.content
-    browser.defaults["HTTP_X_CSRFTOKEN"] = browser.cookies["csrftoken"].value
+    browser.defaults["HTTP_X_CSRFTOKEN"] = browser.cookies["csrftoken"].value  # rotated at sign-in
     return browser
 
 

@@ -42,7 +42,12 @@ def test_a_playground_session_spends_the_same_budget_as_its_key(api, settings):
     settings.API_RATE_LIMIT = 4
     browser = Client(enforce_csrf_checks=True)
     browser.get("/api/session")
-    signed_in = browser.post("/api/session", data=json.dumps({"key": API_KEY}), content_type="application/json")
+    signed_in = browser.post(
+        "/api/session",
+        data=json.dumps({"key": API_KEY}),
+        content_type="application/json",
+        HTTP_X_CSRFTOKEN=browser.cookies["csrftoken"].value,
+    )
     assert signed_in.json() == {"signedIn": True, "keyName": "bootstrap"}
     cache.clear()  # count from here: two requests with the key itself, two through the session
     assert [api.get("/api/runs").status_code, browser.get("/api/runs").status_code] == [200, 200]

@@ -20,7 +20,7 @@ import requests
 from websockets.sync.client import connect
 
 from tests.fake_models import FakeOpenAI
-from tests.live import ROOT, LiveService
+from tests.live import ROOT, LiveService, browser_sign_in
 from tests.site import LOGIN_PASSWORD, LOGIN_USER, real_login_state
 
 pytestmark = pytest.mark.live
@@ -287,9 +287,7 @@ def _push(result: Pushed, site, get_form: GetFormSite, state: dict, pool: Thread
 
     # The playground's sign-in takes the key in a body: it must not come back, in the answer or in the cookie.
     browser_session = requests.Session()
-    signed_in = browser_session.post(
-        service.base_url + "/api/session", json={"key": result.canaries["api key"]}, timeout=30
-    )
+    signed_in = browser_sign_in(service.base_url, result.canaries["api key"], browser_session)
     assert signed_in.json() == {"signedIn": True, "keyName": "canary-client"}
     responses["session sign-in"] = signed_in.text + json.dumps(browser_session.cookies.get_dict())
     responses["profiles, signed in"] = browser_session.get(service.base_url + "/api/profiles", timeout=30).text

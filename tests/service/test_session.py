@@ -21,11 +21,7 @@ def browser_client(settings):
 
 def sign_in(client: Client, key: str):
     client.get("/api/session")
-    return client.post(
-        "/api/session",
-        data=json.dumps({"key": key}),
-        content_type="application/json",
-    )
+    return client.post("/api/session", data=json.dumps({"key": key}), content_type="application/json", **csrf(client))
 
 
 def csrf(client: Client) -> dict:
@@ -42,6 +38,16 @@ def test_signed_out_browsers_get_a_csrf_cookie_and_no_access(browser_client):
     assert response.json() == {"signedIn": False, "keyName": None}
     assert browser_client.cookies["csrftoken"].value
     assert browser_client.get("/api/runs").status_code == 401
+
+
+def test_signing_in_needs_the_csrf_token_a_foreign_page_cannot_read(browser_client):
+    """Login CSRF: a page elsewhere that posts a key of its own (its origin hidden) does not sign this browser in."""
+    browser_client.get("/api/session")
+    refused = browser_client.post("/api/session", data=json.dumps({"key": API_KEY}), content_type="application/json")
+    assert refused.status_code == 403
+    assert "CSRF" in refused.json()["error"]["message"]
+    assert browser_client.get("/api/session").json() == {"signedIn": False, "keyName": None}
+    assert sign_in(browser_client, API_KEY).json() == {"signedIn": True, "keyName": "bootstrap"}
 
 
 def test_a_wrong_key_is_401_and_signs_nobody_in(browser_client):
@@ -133,10 +139,10 @@ def test_the_event_stream_takes_a_session_from_our_origin_or_a_trusted_one_only(
     from websockets.exceptions import InvalidStatus
     from websockets.sync.client import connect
 
-    from tests.live import KEY
+    from tests.live import KEY, browser_sign_in
 
     browser = requests.Session()
-    assert browser.post(f"{live_service.base_url}/api/session", json={"key": KEY}, timeout=10).json()["signedIn"]
+    assert browser_sign_in(live_service.base_url, KEY, browser).json()["signedIn"]
     cookie = {"Cookie": f"sessionid={browser.cookies['sessionid']}"}
     for origin in (live_service.base_url, "https://scrape.example.com"):
         with connect(live_service.events_url, additional_headers=cookie, origin=origin) as ws:
