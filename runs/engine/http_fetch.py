@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from http.cookiejar import DefaultCookiePolicy
 from urllib.parse import urljoin
 
 import lxml.html
@@ -26,14 +27,32 @@ _META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([\w.:-]+)""", re.IGNOREC
 _NOSCRIPT_WARNING = re.compile(r"(enable|turn on|requires?|need)\W+(?:\w+\W+){0,3}javascript", re.IGNORECASE)
 
 
+# Host-only cookies (a storage state's domain without a leading dot, a Set-Cookie without Domain) go to their own
+# host only, as in a browser; the cookie jar's default policy sends them to every subdomain too.
+_BROWSER_COOKIE_POLICY = DefaultCookiePolicy(strict_ns_domain=DefaultCookiePolicy.DomainStrictNonDomain)
+
+
+class _Session(requests.Session):
+    """requests builds each request's Cookie header from a fresh jar with the default policy (and keeps that jar
+    across redirects): the header is built again with the browser's policy."""
+
+    def prepare_request(self, request: requests.Request) -> requests.PreparedRequest:
+        prepared = super().prepare_request(request)
+        prepared._cookies.set_policy(_BROWSER_COOKIE_POLICY)
+        prepared.headers.pop("Cookie", None)
+        prepared.prepare_cookies(prepared._cookies)
+        return prepared
+
+
 def _session(spec: FetchSpec) -> requests.Session:
-    session = requests.Session()
+    session = _Session()
     session.trust_env = False  # no environment proxies: all traffic goes where the network policy says
     session.max_redirects = MAX_REDIRECTS
     session.headers.update({"User-Agent": USER_AGENT, "Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"})
     if spec.network.enforced:
         proxy = network_guard(spec.network).url
         session.proxies = {"http": proxy, "https": proxy}
+    session.cookies.set_policy(_BROWSER_COOKIE_POLICY)
     if spec.storage_state_path:
         for cookie in _storage_state_cookies(spec.storage_state_path):
             session.cookies.set_cookie(cookie)
@@ -41,7 +60,8 @@ def _session(spec: FetchSpec) -> requests.Session:
 
 
 def _storage_state_cookies(path: str) -> list:
-    """The profile's cookies as requests cookies; the jar applies domain, path, secure and expiry rules."""
+    """The profile's cookies as requests cookies; the jar applies domain, path, secure and expiry rules. Playwright
+    writes a host-only cookie's domain without a leading dot and a domain cookie's with one."""
     with open(path, encoding="utf-8") as file:
         state = json.load(file)
     cookies = []
@@ -59,6 +79,7 @@ def _storage_state_cookies(path: str) -> list:
                 rest={"HttpOnly": None} if cookie.get("httpOnly") else {},
             )
         )
+        cookies[-1].domain_specified = domain.startswith(".")  # host-only otherwise (create_cookie sets it True)
     return cookies
 
 
