@@ -4,8 +4,8 @@ Wraps the HTTP side of the ASGI application: a Content-Length over the limit is 
 reads a byte of the body; a body without one (chunked) is counted as the application reads it and cut off at the
 limit (the application sees the client leave, and the 413 is sent here). Django's own handler would otherwise copy
 the whole body into a temporary file first, and the MCP endpoint would read it into memory.
-Under daphne, Twisted still receives a request's whole body (into its own temporary file past 100 KB) before the
-application is called; an ASGI server that streams bodies (uvicorn, hypercorn) never gets more than the limit.
+Under plain daphne, Twisted still receives a request's whole body (into its own temporary file past 100 KB) before
+the application is called: `serve` runs daphne through service/web_server.py, which drops such a body as it arrives.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ closes an event-stream connection whose client sends a frame over 64 KiB."""
 
 from __future__ import annotations
 
+import os
 import socket
+import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -57,6 +60,59 @@ def test_a_chunked_body_over_the_limit_is_refused(service):
                 break
             answer += data
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+
+
+def web_process(service: LiveService) -> int:
+    """The pid of the web server `serve` started (the process serving service.asgi:application)."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            command = (proc / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == service.process.pid and b"service.asgi:application" in command:
+            return int(proc.name)
+    raise AssertionError("no web server process under serve")
+
+
+def largest_deleted_file(pid: int) -> int:
+    """The size of the largest unlinked regular file the process holds open (where Twisted keeps a request body
+    past 100 KB, a temporary file)."""
+    largest = 0
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            if os.readlink(fd).endswith("(deleted)"):
+                largest = max(largest, fd.stat().st_size)
+        except OSError:
+            continue
+    return largest
+
+
+@pytest.mark.live
+def test_a_body_over_the_limit_is_never_stored_while_it_arrives(service):
+    declared, sent_first = 2000 * LIMIT, 500 * LIMIT  # 8 MB announced, 2 MB of it sent before looking
+    pid = web_process(service)
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as raw:
+        raw.sendall(
+            f"POST /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {KEY}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {declared}\r\n\r\n".encode()
+        )
+        raw.sendall(b"x" * sent_first)
+        held, deadline = 0, time.monotonic() + 2
+        while time.monotonic() < deadline:  # the server has had time to read what was sent
+            held = max(held, largest_deleted_file(pid))
+            time.sleep(0.05)
+        raw.sendall(b"x" * (declared - sent_first))
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            data = raw.recv(65536)
+            if not data:
+                break
+            answer += data
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert held <= LIMIT, f"the web process held {held} bytes of the body in a file"
 
 
 @pytest.mark.live

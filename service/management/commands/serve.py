@@ -60,7 +60,17 @@ class Command(BaseCommand):
         )
         children = {
             "daphne": child(
-                [sys.executable, "-m", "daphne", "-b", host, "-p", port, *DAPHNE_LIMITS, "service.asgi:application"]
+                [
+                    sys.executable,
+                    "-m",
+                    "service.web_server",
+                    "-b",
+                    host,
+                    "-p",
+                    port,
+                    *DAPHNE_LIMITS,
+                    "service.asgi:application",
+                ]
             ),
             "workers": child([sys.executable, str(MANAGE_PY), "work"]),
         }
