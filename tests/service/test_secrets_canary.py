@@ -201,11 +201,16 @@ def pushed(tmp_path_factory, site, browser):
                     "profile cookie": next(c["value"] for c in state["cookies"] if c["name"] == "sid"),
                     "GET form password": GET_FORM_PASSWORD,
                     "GET form password, URL-encoded": GET_FORM_PASSWORD_ENCODED,
+                    # Pieces of the passwords (6 and 8 characters): no part of a secret comes out either.
+                    "a piece of the credential password": LOGIN_PASSWORD[1:7],
+                    "a piece of the GET form password": GET_FORM_PASSWORD[9:17],
                 },
                 own_files={
                     "credential password": [data_dir / "credentials" / "site.json"],
                     "profile cookie": [data_dir / "profiles" / "members.json"],
                     "GET form password": [data_dir / "credentials" / "plain-form.json"],
+                    "a piece of the credential password": [data_dir / "credentials" / "site.json"],
+                    "a piece of the GET form password": [data_dir / "credentials" / "plain-form.json"],
                 },
                 cli_output={"cred set": cred_output},
                 model=model,
