@@ -5,6 +5,7 @@ scenarios."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pytest
 
 from tests.fake_searxng import FakeSearxng
 from tests.live import KEY, LiveService, free_port
+from tests.runs.test_guard_dns import FakeDns
 
 ST = str(Path(sys.executable).parent / "st")
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"
@@ -62,14 +64,18 @@ def schemathesis(service: LiveService, *args: str, config: Path | None = None) -
     )  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def service(tmp_path_factory):
+@contextlib.contextmanager
+def fuzz_service(data_dir: Path):
+    # Generated URLs name hosts like eo4.example: the guard asks a DNS server on loopback, which answers NXDOMAIN
+    # at once, and never the machine's.
+    dns = FakeDns()
     with FakeSearxng() as searxng:
         live = LiveService(
-            tmp_path_factory.mktemp("fuzz"),
+            data_dir,
             API_RATE_LIMIT="0",
             WORKERS="1",
             SEARXNG_URL=searxng.base_url,
+            NETWORK_DNS_SERVERS=dns.nameserver,
             ALLOW_PRIVATE_NETWORKS="false",  # generated URLs must not reach this machine's services
             # A model is configured, so agent and extract specs get past validation and into workflows; nothing
             # listens there, so their runs fail fast in the worker.
@@ -77,8 +83,17 @@ def service(tmp_path_factory):
             OPENAI_API_KEY="fuzz",
             OPENAI_BASE_URL=f"http://127.0.0.1:{free_port()}/v1",
         ).start()
+        try:
+            yield live
+        finally:
+            live.stop()
+            dns.close()
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    with fuzz_service(tmp_path_factory.mktemp("fuzz")) as live:
         yield live
-        live.stop()
 
 
 def test_schema_is_valid_openapi_and_its_links_name_real_operations():
@@ -127,12 +142,21 @@ def test_gateway_operations_answer_only_documented_statuses_and_shapes(service):
     assert done.returncode == 0, done.stdout[-6000:]
 
 
+@pytest.fixture
+def unloaded_service(tmp_path):
+    """A service of its own: the operation fuzzing leaves thousands of runs queued on the shared one, and a workflow
+    that fetches with persist: true waits for its run behind all of them (longer than the client's 10 s)."""
+    (tmp_path / "data").mkdir()
+    with fuzz_service(tmp_path / "data") as live:
+        yield live
+
+
 @pytest.mark.live
-def test_workflows_along_the_links_neither_error_nor_break_the_schema(service, tmp_path):
+def test_workflows_along_the_links_neither_error_nor_break_the_schema(unloaded_service, tmp_path):
     config = tmp_path / "schemathesis.toml"
     config.write_text(STATEFUL_CONFIG)
     done = schemathesis(
-        service,
+        unloaded_service,
         "--phases", "stateful",
         # Scenarios start from valid requests (invalid ones are the other tests' business); a scenario is at most
         # six calls.
