@@ -27,7 +27,6 @@ from runs.engine.markdown import to_markdown
 from runs.engine.models import DeadlinePassed, Model, ToolSpec
 from runs.engine.navigation import (
     LOAD_GRACE_MS,
-    TRACK_PENDING_JS,
     Deadline,
     Tab,
     capture_screenshot,
@@ -284,14 +283,13 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
         return failed("timeout", f"The goal was not reached within timeoutMs ({spec.page.options.timeout_ms} ms).")
 
     try:
-        page = context.new_page()
+        tab = Tab.open(context)
+        page = tab.page
         popups = _Popups(context, page)
-        page.add_init_script(TRACK_PENDING_JS)
         refused = _RefusedNavigations(page)
         started = time.monotonic()
         try:
             start = Deadline(spec.page.options.timeout_ms, recorder.checkpoint)
-            tab = Tab(page)
             tab.goto(spec.page.url, start)
             # The load event for LOAD_GRACE_MS at most, the page settled, and a page that navigates itself (a script
             # redirect, a meta refresh) followed: the first observation is of the page the model will act on.

@@ -18,7 +18,6 @@ from runs.engine.markdown import to_markdown
 from runs.engine.navigation import (
     HTML_MAX_CHARS,
     LOAD_GRACE_MS,
-    TRACK_PENDING_JS,
     Deadline,
     Snapshot,
     Tab,
@@ -70,9 +69,8 @@ def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser, *, convert:
     deadline = Deadline(spec.options.timeout_ms, recorder.checkpoint)
     context = browser.new_context(storage_state_path=spec.storage_state_path, network=spec.network)
     try:
-        page = context.new_page()
-        page.add_init_script(TRACK_PENDING_JS)
-        tab = Tab(page)
+        tab = Tab.open(context)
+        page = tab.page
         started = time.monotonic()
         try:
             response = tab.goto(spec.url, deadline)

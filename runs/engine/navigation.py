@@ -25,8 +25,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from playwright.sync_api import BrowserContext, Frame, Page, Request, Response
 from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import Frame, Page, Request, Response
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from runs.engine.netguard import REFUSED_HEADER
@@ -302,7 +302,8 @@ class Tab:
     """A page being read: remembers the response of its main frame's latest navigation and counts the main frame's
     navigations, so that a document the page replaced itself is noticed."""
 
-    def __init__(self, page: Page):
+    def __init__(self, page: Page, *, bound: bool = False):
+        """bound: the context already carries the hand-over binding for this tab (Tab.open)."""
         self.page = page
         self.response: Response | None = None  # the response of the document the page shows
         self.latest: Response | None = None  # the main frame's last navigation response, committed or not
@@ -313,10 +314,22 @@ class Tab:
         page.on("framenavigated", self._on_navigated)
         # The last document the page left by a navigation of its own, and its response.
         self.left: tuple[dict, Response | None] | None = None
-        page.expose_binding("__keepDocument", self._on_leaving)
+        if not bound:
+            page.expose_binding("__keepDocument", self._on_leaving)
+
+    @classmethod
+    def open(cls, context: BrowserContext) -> Tab:
+        """A new page of a fresh context, as a Tab with the page script (TRACK_PENDING_JS) and the hand-over binding
+        set on the context before the page exists: Chromium installs them as it creates the page, instead of two
+        more round trips to a page already there (measured here: ~15 ms idle, ~80 ms with both cores busy)."""
+        context.add_init_script(TRACK_PENDING_JS)
+        tabs: list[Tab] = []
+        context.expose_binding("__keepDocument", lambda source, document: tabs[0]._on_leaving(source, document))
+        tabs.append(cls(context.new_page(), bound=True))
+        return tabs[0]
 
     def _on_leaving(self, source: dict, document: dict) -> None:
-        if source["frame"].parent_frame is None:
+        if source["page"] == self.page and source["frame"].parent_frame is None:
             self.left = (document, self.response)
 
     def _on_failed(self, request: Request) -> None:
