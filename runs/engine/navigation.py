@@ -390,6 +390,9 @@ class Tab:
                     if kept is None:
                         raise
                     return kept
+                # The error can come before the navigation that caused it is reported: until it is, the page still
+                # looks loaded and another read would fail at once (seen here: six in 6 ms, all hops spent).
+                self._next_document(seen, None, deadline)
                 load_state = self.arrive(deadline)
                 if self._failed_document():
                     return self._fallback(kept, deadline)
