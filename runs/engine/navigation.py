@@ -41,6 +41,7 @@ SETTLE_MAX_MS = 3000
 MAX_HOPS = 5
 REFRESH_FOLLOW_S = 3
 NEXT_DOCUMENT_MS = 3000
+FAILURE_REPORT_MS = 1000
 SCREENSHOT_MS = 5000
 AGAIN_MS = 10_000
 # What a page's script may hand back, cut in the page (the plain-HTTP path reads at most as much: http_fetch.py).
@@ -333,7 +334,10 @@ class Tab:
             self.left = (document, self.response)
 
     def _on_failed(self, request: Request) -> None:
-        if request.is_navigation_request() and request.frame.parent_frame is None:
+        # Not the request of the document the page shows: its body is cut off (ERR_ABORTED) when the page leaves
+        # while it still loads, which says nothing of where the page went.
+        shown = self.response.request if self.response is not None else None
+        if request.is_navigation_request() and request.frame.parent_frame is None and request is not shown:
             self.failed_navigation = request.url
 
     def _on_response(self, response: Response) -> None:
@@ -420,6 +424,8 @@ class Tab:
         return self.page.url.startswith("chrome-error://") or refused
 
     def _fallback(self, kept: Snapshot | None, deadline: Deadline) -> Snapshot:
+        if self.page.url.startswith("chrome-error://") and not self.failed_navigation:
+            self._failure_reported(deadline)
         target = self.failed_navigation or (self.latest.url if self.latest is not None else self.page.url)
         if kept is None and self.left is not None:  # left before it was read once, but handed over as it left
             kept = self._left_snapshot("domcontentloaded", deadline)
@@ -427,6 +433,20 @@ class Tab:
             raise EngineError("navigation_error", f"The page navigated itself to {target}, which could not be loaded.")
         kept.failed_hop = target
         return kept
+
+    def _failure_reported(self, deadline: Deadline) -> None:
+        """Chromium's error page can be reported before the request that failed (seen here about once in ten): wait
+        a moment for that request, which says where the page tried to go."""
+
+        def failed(ms: float) -> None:
+            if not self.failed_navigation:  # the listener notes failures that came between slices
+                self.page.wait_for_event(
+                    "requestfailed",
+                    lambda request: request.is_navigation_request() and request.frame.parent_frame is None,
+                    timeout=ms,
+                )
+
+        deadline.wait("report its failed navigation", failed, within_ms=FAILURE_REPORT_MS)
 
     def _left_snapshot(self, load_state: str, deadline: Deadline) -> Snapshot:
         """The document the page handed over as it left. One it left while it was still being parsed (a script in
