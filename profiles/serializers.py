@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from service.serializers import StrictSerializer, name_field
+from service.kernel.serializers import StrictSerializer, name_field
 
 
 class ProfileImportSerializer(StrictSerializer):

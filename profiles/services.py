@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 
 from profiles.store import ProfileExists, ProfileInfo, ProfileNotFound, ProfileStore, StateFileError
-from service.errors import ServiceError
+from service.kernel.errors import ServiceError
 
 
 def store() -> ProfileStore:

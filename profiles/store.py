@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import stat
 import tempfile
 import time
@@ -17,8 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-NAME_PATTERN = re.compile(r"^[a-z0-9_-]{1,64}$")
-NAME_RULE = "1 to 64 characters of a-z, 0-9, '-' and '_'"
+from service.kernel.names import NAME_PATTERN, NAME_RULE
+
 EXPIRING_WITHIN_SECONDS = 7 * 24 * 3600
 # The last second datetime can show (9999-12-31T23:59:59Z): a later expiry would break every cookie summary.
 MAX_COOKIE_EXPIRES = 253_402_300_799

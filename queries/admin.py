@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from queries.models import SavedQuery
-from service.admin import ReadOnlyAdmin
+from service.kernel.admin import ReadOnlyAdmin
 
 
 @admin.register(SavedQuery)

@@ -11,14 +11,14 @@ from runs.serializers import (
     validate_storage_state_path,
     validate_target_url,
 )
-from service.serializers import StrictSerializer, name_field
+from service.kernel.serializers import StrictSerializer, name_field
 
 
 def validate_schema(value: object) -> object:
     """A JSON schema whose extraction rules can be applied; rule problems are named by their path in the schema."""
-    problem = check_json_schema(value)
+    problem = check_json_schema(value, needs="A saved query needs")
     if problem:
-        raise serializers.ValidationError(problem.replace("An extract run needs", "A saved query needs"))
+        raise serializers.ValidationError(problem)
     rules = rule_problems(value)
     if rules:
         raise serializers.ValidationError({path: [message] for path, message in rules.items()})

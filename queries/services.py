@@ -6,10 +6,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from queries.models import SavedQuery
+from queries.serializers import QueryCreateSerializer, QueryReplaySerializer
 from runs.models import Run
-from runs.serializers import RunSpecSerializer, schema_rule_errors
+from runs.serializers import schema_rule_errors
 from runs.services import run_submit
-from service.errors import ServiceError
+from service.kernel.errors import ServiceError
 
 
 def query_get(*, name: str) -> SavedQuery:
@@ -78,13 +79,29 @@ def query_delete(*, query: SavedQuery) -> None:
     query.delete()
 
 
+def query_save(request: dict) -> SavedQuery:
+    """A new saved query from POST /api/queries' body (or `query save`'s options), checked by QueryCreateSerializer:
+    url, schema and instruction given, or fromRun, a past extract run to promote."""
+    body = QueryCreateSerializer(data=request)
+    body.is_valid(raise_exception=True)
+    data = body.validated_data
+    if "fromRun" in data:
+        return query_from_run(name=data["name"], run_id=str(data["fromRun"]))
+    return query_create(
+        name=data["name"], url=data["url"], schema=data["schema"], instruction=data.get("instruction", "")
+    )
+
+
 def query_replay(*, query: SavedQuery, overrides: dict) -> Run:
-    """Queue one replay as an ordinary extract run linked by name; count it in the same transaction."""
+    """Queue one replay as an ordinary extract run linked by name; count it in the same transaction. overrides: the
+    replay request's body, checked by QueryReplaySerializer (url, instruction, profile or storageStatePath, options
+    for this run only)."""
+    asked = QueryReplaySerializer(data=overrides)
+    asked.is_valid(raise_exception=True)
+    overrides = asked.validated_data
     spec = query.replay_spec(url=overrides.get("url"), instruction=overrides.get("instruction"))
     spec.update({key: overrides[key] for key in ("profile", "storageStatePath", "options") if key in overrides})
-    checked = RunSpecSerializer(data=spec)
-    checked.is_valid(raise_exception=True)
     with transaction.atomic():
-        run = run_submit(spec=checked.validated_data, query=query.name)
+        run = run_submit(spec=spec, query=query.name, query_since=query.created_at)
         query.count_replay()
     return run

@@ -31,15 +31,7 @@ class SavedQueryViewSet(viewsets.ViewSet):
 
     @extend_schema(request=QueryCreateSerializer, responses={201: SavedQuerySerializer})
     def create(self, request: Request) -> Response:
-        body = QueryCreateSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        data = body.validated_data
-        if "fromRun" in data:
-            query = services.query_from_run(name=data["name"], run_id=str(data["fromRun"]))
-        else:
-            query = services.query_create(
-                name=data["name"], url=data["url"], schema=data["schema"], instruction=data.get("instruction", "")
-            )
+        query = services.query_save(request.data)
         return Response(SavedQuerySerializer(query).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses=SavedQuerySerializer)
@@ -70,8 +62,6 @@ class SavedQueryViewSet(viewsets.ViewSet):
     @action(detail=True, methods=["post"])
     def run(self, request: Request, name: str) -> Response:
         query = services.query_get(name=name)
-        body = QueryReplaySerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        run = services.query_replay(query=query, overrides=body.validated_data)
+        run = services.query_replay(query=query, overrides=request.data)
         run.step_count = 0
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from runs.models import Batch, Event, Run, Step
-from service.admin import ReadOnlyAdmin
+from service.kernel.admin import ReadOnlyAdmin
 
 
 class StepInline(admin.TabularInline):

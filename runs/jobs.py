@@ -7,20 +7,22 @@ import os
 import socket
 import threading
 import time
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection
 
 from profiles.credentials import CredentialNotFound, CredentialStore
 from profiles.store import ProfileExists, ProfileStore
-from runs import services
+from runs import queue, services
 from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.browser import Browser, process_browser
 from runs.engine.extract import ExtractSpec, SchemaMismatch, extract
 from runs.engine.fetch import fetch
-from runs.engine.models import ModelSettings, make_model
-from runs.engine.spec import EngineError, FetchOptions, FetchSpec, RunAborted
+from runs.engine.llm import ModelSettings, make_model
+from runs.engine.spec import EngineError, RunAborted
 from runs.models import Run
+from runs.resources import page_spec
 
 log = logging.getLogger(__name__)
 
@@ -94,23 +96,6 @@ class RunRecorder:
             raise RunAborted()
 
 
-def fetch_spec(spec: dict) -> FetchSpec:
-    options = spec.get("options") or {}
-    return FetchSpec(
-        url=spec["url"],
-        options=FetchOptions(
-            main_content=options.get("mainContent", True),
-            timeout_ms=options.get("timeoutMs", 60_000),
-            screenshots=options.get("screenshots", True),
-            wait_for=options.get("waitFor"),
-            # A run keeps a screenshot in its trace, so "auto" means the browser here; "http" opts out of it.
-            render="http" if options.get("render") == "http" else "browser",
-        ),
-        storage_state_path=services.storage_state_path(spec),
-        network=services.network_policy(),
-    )
-
-
 def model_settings(spec: dict) -> ModelSettings | None:
     """The configured provider, with the run's options.model overriding the model name."""
     if not settings.MODEL_PROVIDER:
@@ -124,22 +109,24 @@ def model_settings(spec: dict) -> ModelSettings | None:
     )
 
 
+@dataclass(frozen=True)
 class Outcome:
     """What a run produced: its result and the model tokens it used."""
 
-    def __init__(self, result: object, input_tokens: int = 0, output_tokens: int = 0):
-        self.result = result
-        self.input_tokens = input_tokens
-        self.output_tokens = output_tokens
+    result: object
+    input_tokens: int = 0
+    output_tokens: int = 0
 
 
 def _execute(run: Run, recorder: RunRecorder) -> Outcome:
     if run.kind == Run.Kind.FETCH:
-        return Outcome(fetch(fetch_spec(run.spec), recorder, worker_browser()).to_dict())
+        return Outcome(fetch(page_spec(run.spec, run=True), recorder, worker_browser()).to_dict())
     if run.kind == Run.Kind.EXTRACT:
         model_config = model_settings(run.spec)
         spec = ExtractSpec(
-            page=fetch_spec(run.spec), schema=run.spec["schema"], instruction=run.spec.get("instruction", "")
+            page=page_spec(run.spec, run=True),
+            schema=run.spec["schema"],
+            instruction=run.spec.get("instruction", ""),
         )
         done = extract(spec, recorder, worker_browser(), make_model(model_config) if model_config else None)
         return Outcome(done.data, done.input_tokens, done.output_tokens)
@@ -158,7 +145,7 @@ def _execute_agent(run: Run, recorder: RunRecorder) -> Outcome:
             raise EngineError("unknown_credential", f"The credential {run.spec['cred']!r} no longer exists.") from None
     options = run.spec.get("options") or {}
     spec = AgentSpec(
-        page=fetch_spec(run.spec),
+        page=page_spec(run.spec, run=True),
         goal=run.spec["goal"],
         max_steps=options.get("maxSteps", 25),
         credential=credential,
@@ -184,7 +171,7 @@ def _execute_agent(run: Run, recorder: RunRecorder) -> Outcome:
 def execute_run(run_id: str) -> str:
     """Entry point for django-q2. Safe to call twice for one run: only one claim can succeed."""
     if DRAINING is not None and DRAINING.is_set():
-        services.run_hand_back(run_id)
+        queue.hand_back(run_id)
         return "handed back"
     run = services.run_claim(run_id=run_id, worker=f"{socket.gethostname()}:{os.getpid()}")
     if run is None:

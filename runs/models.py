@@ -36,6 +36,7 @@ class RunQuerySet(models.QuerySet):
     def filter_by(
         self,
         *,
+        id: str | None = None,
         kind: str | None = None,
         status: str | None = None,
         query: str | None = None,
@@ -45,6 +46,8 @@ class RunQuerySet(models.QuerySet):
     ) -> RunQuerySet:
         """Runs matching every given filter; since is inclusive, until exclusive (both on createdAt)."""
         runs = self
+        if id:
+            runs = runs.filter(pk=id)
         if kind:
             runs = runs.filter(kind=kind)
         if status:
@@ -63,7 +66,7 @@ class RunQuerySet(models.QuerySet):
         return self.annotate(step_count=models.Count("steps"))
 
     def renew_lease(self, *, run_id, attempt: int, lease_seconds: int) -> bool:
-        """Extend one attempt's lease; False when the run was cancelled or taken over (see Run.renew_lease)."""
+        """Extend one attempt's lease; False when the run was cancelled or taken over (another attempt claimed it)."""
         return bool(
             self.filter(pk=run_id, status=Run.Status.RUNNING, attempts=attempt).update(
                 lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds)
@@ -113,6 +116,8 @@ class Run(models.Model):
     spec = models.JSONField()
     url = models.TextField()
     query = models.CharField(max_length=64, null=True, blank=True)
+    # A replay's query was created then: replays of an earlier query of the same name are not compared with it.
+    query_since = models.DateTimeField(null=True, blank=True)
     batch = models.ForeignKey(Batch, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     attempts = models.PositiveIntegerField(default=0)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -172,10 +177,7 @@ class Run(models.Model):
 
     def renew_lease(self, *, lease_seconds: int) -> bool:
         """Extend the lease of this attempt; False when the run was cancelled or taken over."""
-        return self._apply(
-            Q(status=self.Status.RUNNING, attempts=self.attempts),
-            lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds),
-        )
+        return Run.objects.renew_lease(run_id=self.pk, attempt=self.attempts, lease_seconds=lease_seconds)
 
     def finish(
         self, *, result: object = None, error: dict | None = None, usage: dict | None = None, drift: dict | None = None

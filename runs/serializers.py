@@ -13,9 +13,9 @@ from profiles.store import StateFileError, check_storage_state_file, profile_pat
 from runs.engine.extract_rules import is_rule_schema, rule_problems
 from runs.engine.netpolicy import Refused, literal_private_host, parse_ipv4
 from runs.models import Batch, Run, Step
-from runs.services import network_policy, screenshot_url
-from service.errors import ServiceError
-from service.serializers import StrictSerializer, name_field
+from runs.resources import network_policy, screenshot_url
+from service.kernel.errors import ServiceError
+from service.kernel.serializers import StrictSerializer, name_field
 
 URL_MAX_LENGTH = 2048
 # What a browser refuses in a host name (the WHATWG URL standard's forbidden domain code points, '%' aside: a host
@@ -81,15 +81,31 @@ def schema_rule_errors(schema: object, prefix: str = "schema") -> dict[str, list
     return {f"{prefix}.{path}" if path else prefix: [problem] for path, problem in rule_problems(schema).items()}
 
 
-def check_json_schema(schema: object) -> str | None:
-    """Why a value is not a usable JSON schema document, or None."""
+def check_json_schema(schema: object, needs: str = "An extract run needs") -> str | None:
+    """Why a value is not a usable JSON schema document, or None; needs: who says it needs one."""
     if not isinstance(schema, dict):
-        return "An extract run needs a JSON schema object."
+        return f"{needs} a JSON schema object."
     try:
         validators.validator_for(schema).check_schema(schema)
     except SchemaError as error:
         return f"This is not a valid JSON schema: {error.message}"
     return None
+
+
+def validate_timeout_ms(value: int) -> int:
+    if value > settings.RUN_TIMEOUT_MAX_MS:
+        raise serializers.ValidationError(f"At most {settings.RUN_TIMEOUT_MAX_MS} (RUN_TIMEOUT_MAX_MS).")
+    return value
+
+
+def state_errors(attrs: dict) -> dict[str, list[str]]:
+    """What is wrong with the stored state a page starts from: profile or storageStatePath, not both; a profile
+    that exists (the file itself was checked by its field)."""
+    if "profile" in attrs and "storageStatePath" in attrs:
+        return {"profile": ["Give either profile or storageStatePath, not both."]}
+    if "profile" in attrs and not profile_path(settings.DATA_DIR, attrs["profile"]).is_file():
+        return {"profile": [f"There is no profile named {attrs['profile']!r}."]}
+    return {}
 
 
 class OptionsSerializer(StrictSerializer):
@@ -103,15 +119,13 @@ class OptionsSerializer(StrictSerializer):
     outputSchema = serializers.JSONField(required=False, help_text="Agent runs: a JSON schema for the output.")
 
     def validate_outputSchema(self, value: object) -> object:
-        problem = check_json_schema(value)
+        problem = check_json_schema(value, needs="outputSchema must be")
         if problem:
-            raise serializers.ValidationError(problem.replace("An extract run needs", "outputSchema must be"))
+            raise serializers.ValidationError(problem)
         return value
 
     def validate_timeoutMs(self, value: int) -> int:
-        if value > settings.RUN_TIMEOUT_MAX_MS:
-            raise serializers.ValidationError(f"At most {settings.RUN_TIMEOUT_MAX_MS} (RUN_TIMEOUT_MAX_MS).")
-        return value
+        return validate_timeout_ms(value)
 
 
 KIND_FIELDS = {
@@ -155,10 +169,7 @@ class RunSpecSerializer(StrictSerializer):
             errors["goal"] = ["An agent run needs a goal."]
         if "cred" in attrs and not CredentialStore(settings.DATA_DIR).exists(attrs["cred"]):
             errors["cred"] = [f"There is no credential named {attrs['cred']!r}; create it with `manage.py cred set`."]
-        if "profile" in attrs and "storageStatePath" in attrs:
-            errors["profile"] = ["Give either profile or storageStatePath, not both."]
-        elif "profile" in attrs and not profile_path(settings.DATA_DIR, attrs["profile"]).is_file():
-            errors["profile"] = [f"There is no profile named {attrs['profile']!r}."]
+        errors.update(state_errors(attrs))
         if "overwriteProfile" in attrs and "saveProfile" not in attrs:
             errors["overwriteProfile"] = ["overwriteProfile goes with saveProfile."]
         elif (
@@ -300,6 +311,7 @@ class RunFilterSerializer(serializers.Serializer):
     endpoint = "GET /api/runs"
     unknown_hints: dict[str, str] = {}
 
+    id = serializers.UUIDField(required=False, help_text="Only this run (its export, for one)")
     kind = serializers.ChoiceField(choices=Run.Kind.choices, required=False)
     status = serializers.ChoiceField(choices=Run.Status.choices, required=False)
     query = serializers.CharField(required=False, max_length=64)
@@ -368,28 +380,23 @@ class FetchRequestSerializer(StrictSerializer):
     persist = serializers.BooleanField(default=False, help_text="Also keep it as a fetch run (in history).")
 
     def validate_timeoutMs(self, value: int) -> int:
-        if value > settings.RUN_TIMEOUT_MAX_MS:
-            raise serializers.ValidationError(f"At most {settings.RUN_TIMEOUT_MAX_MS} (RUN_TIMEOUT_MAX_MS).")
-        return value
+        return validate_timeout_ms(value)
 
     def validate(self, attrs: dict) -> dict:
-        if "profile" in attrs and "storageStatePath" in attrs:
-            raise serializers.ValidationError({"profile": ["Give either profile or storageStatePath, not both."]})
-        if "profile" in attrs and not profile_path(settings.DATA_DIR, attrs["profile"]).is_file():
-            raise serializers.ValidationError({"profile": [f"There is no profile named {attrs['profile']!r}."]})
+        errors = state_errors(attrs)
+        if errors:
+            raise serializers.ValidationError(errors)
         return attrs
 
     def run_spec(self) -> dict:
-        """The same fetch as a run spec, for persist: true."""
+        """The same fetch as a run spec, for persist: true (run_submit checks it)."""
         data = self.validated_data
         options = {"mainContent": data["mainContent"], "render": data["render"], "timeoutMs": data["timeoutMs"]}
         if "waitFor" in data:
             options["waitFor"] = data["waitFor"]
         spec = {"kind": "fetch", "url": data["url"], "options": options}
         spec.update({key: data[key] for key in ("profile", "storageStatePath") if key in data})
-        checked = RunSpecSerializer(data=spec)
-        checked.is_valid(raise_exception=True)
-        return checked.validated_data
+        return spec
 
 
 class FetchResponseSerializer(serializers.Serializer):

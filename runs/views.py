@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs import export, services
+from runs import direct, export, resources, services
 from runs.models import Batch, Run
 from runs.serializers import (
     RUNS_PAGE_DEFAULT,
@@ -36,7 +36,7 @@ from runs.serializers import (
     SearchRequestSerializer,
     SearchResponseSerializer,
 )
-from service.errors import ServiceError
+from service.kernel.errors import ServiceError
 
 
 def is_uuid(value: str) -> bool:
@@ -96,9 +96,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     @extend_schema(request=RunSpecSerializer, responses={201: RunSerializer})
     def create(self, request: Request) -> Response:
-        spec = RunSpecSerializer(data=request.data)
-        spec.is_valid(raise_exception=True)
-        run = services.run_submit(spec=spec.validated_data)
+        run = services.run_submit(spec=request.data)
         run.step_count = 0
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
@@ -115,7 +113,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         step = run.steps.filter(index=int(index)).first()
         if step is None or not step.screenshot:
             raise ServiceError("not_found", "This step has no screenshot.", status_code=404)
-        path = services.screenshot_dir(run.pk) / step.screenshot
+        path = resources.screenshot_dir(run.pk) / step.screenshot
         if not path.is_file():
             raise ServiceError("not_found", "The screenshot file is missing from the data directory.", status_code=404)
         return FileResponse(path.open("rb"), content_type="image/jpeg")
@@ -161,8 +159,8 @@ class ExportView(APIView):
         if isinstance(request._request, ASGIRequest):  # daphne: stream it, do not collect it first
             chunks = export.asynchronous(chunks)
         response = StreamingHttpResponse(chunks, content_type=export.CONTENT_TYPES[fmt])
-        stamp = timezone.now().strftime("%Y%m%d-%H%M%S")
-        response["Content-Disposition"] = f'attachment; filename="runs-{stamp}.{fmt}"'
+        name = f"run-{filters['id']}" if filters.get("id") else f"runs-{timezone.now().strftime('%Y%m%d-%H%M%S')}"
+        response["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
         return response
 
 
@@ -171,21 +169,7 @@ class FetchView(APIView):
 
     @extend_schema(request=FetchRequestSerializer, responses={200: FetchResponseSerializer})
     def post(self, request: Request) -> Response:
-        asked = FetchRequestSerializer(data=request.data)
-        asked.is_valid(raise_exception=True)
-        data = asked.validated_data
-        if data["persist"]:
-            return Response(services.page_fetch_persisted(spec=asked.run_spec()))
-        page = services.page_fetch(
-            url=data["url"],
-            main_content=data["mainContent"],
-            render=data["render"],
-            timeout_ms=data["timeoutMs"],
-            wait_for=data.get("waitFor"),
-            profile=data.get("profile"),
-            storage_state=data.get("storageStatePath"),
-        )
-        return Response(page)
+        return Response(direct.fetch_page(request.data))
 
 
 class SearchView(APIView):
@@ -193,16 +177,4 @@ class SearchView(APIView):
 
     @extend_schema(request=SearchRequestSerializer, responses={200: SearchResponseSerializer})
     def post(self, request: Request) -> Response:
-        asked = SearchRequestSerializer(data=request.data)
-        asked.is_valid(raise_exception=True)
-        data = asked.validated_data
-        results = services.web_search(
-            query=data["query"],
-            limit=data["limit"],
-            categories=data.get("categories"),
-            language=data.get("language"),
-            time_range=data.get("timeRange") or data.get("time_range"),
-            fetch_pages=data["fetch"],
-            main_content=data["mainContent"],
-        )
-        return Response({"results": results})
+        return Response({"results": direct.search(request.data)})

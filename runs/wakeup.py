@@ -1,6 +1,6 @@
 """Wake-ups over the channel layer after an event commits, when a shared layer (Redis) is configured.
 
-Without Redis the ASGI process's ticker notices new events by itself (runs/consumers.py). Workers run
+Without Redis the ASGI process's ticker notices new events by itself (runs/feed.py). Workers run
 Playwright's sync API, whose loop makes async_to_sync unusable on their main thread, so wake-ups are sent
 from one background thread with its own event loop; requests are coalesced while one is in flight.
 """

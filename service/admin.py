@@ -2,21 +2,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from service.models import ApiKey
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """The admin inspects; it never writes. Runs, events and keys change only through the services (which publish
-    events, enqueue and check input), so an edit here would bypass them."""
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
+from service.kernel.admin import ReadOnlyAdmin
+from service.kernel.keys import ApiKey
 
 
 @admin.register(ApiKey)

@@ -16,7 +16,7 @@ from django.urls import path, re_path  # noqa: E402
 
 from runs.consumers import EventsConsumer  # noqa: E402
 from service.body_limit import BodyLimit  # noqa: E402
-from service.mcp import HttpEndpoint  # noqa: E402
+from service.mcp.http import HttpEndpoint  # noqa: E402
 
 
 class BrowserOriginValidator(OriginValidator):

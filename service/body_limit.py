@@ -14,7 +14,7 @@ import json
 
 from django.conf import settings
 
-from service.errors import error_body
+from service.kernel.errors import error_body
 
 
 def _content_length(scope: dict) -> int | None:

@@ -8,7 +8,7 @@ from django.conf import settings
 
 from profiles.store import MAX_COOKIE_EXPIRES
 from runs.serializers import KIND_FIELDS
-from service.serializers import StrictSerializer
+from service.kernel.serializers import StrictSerializer
 
 ERROR_SCHEMA = {
     "type": "object",

@@ -177,7 +177,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 FRONTEND_DIST = BASE_DIR / "frontend" / "dist"
-CSRF_FAILURE_VIEW = "service.errors.csrf_failure"
+CSRF_FAILURE_VIEW = "service.kernel.errors.csrf_failure"
 # The playground's build (`make ui`): whitenoise serves its files at the root URL (/assets/…, /favicon.svg);
 # service.views.home serves its index.html. Vite names assets by content hash (index-3f9aB_x-.js), so those are
 # cached for good. Whitenoise reads the folder when the process starts: restart the service after a rebuild.
@@ -185,13 +185,16 @@ WHITENOISE_ROOT = FRONTEND_DIST if FRONTEND_DIST.is_dir() else None
 WHITENOISE_IMMUTABLE_FILE_TEST = r"^/assets/.+-[A-Za-z0-9_-]{8}\.[a-z0-9]+$"
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["service.auth.ApiKeyAuthentication", "service.auth.SessionKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "service.kernel.auth.ApiKeyAuthentication",
+        "service.kernel.auth.SessionKeyAuthentication",
+    ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_PARSER_CLASSES": ["service.parsers.BoundedJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["service.kernel.parsers.BoundedJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "service.errors.exception_handler",
+    "EXCEPTION_HANDLER": "service.kernel.errors.exception_handler",
     # API_RATE_LIMIT requests per minute per API key (0 = no limit); over it: 429 with Retry-After.
-    "DEFAULT_THROTTLE_CLASSES": ["service.auth.PerKeyRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["service.kernel.auth.PerKeyRateThrottle"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # ?format= is GET /api/export's own parameter, not DRF's renderer override (which would 404 format=csv).
     "URL_FORMAT_OVERRIDE": None,

@@ -8,7 +8,7 @@ from profiles.views import ProfileViewSet
 from queries.views import SavedQueryViewSet
 from runs.views import BatchViewSet, ExportView, FetchView, RunViewSet, SearchView
 from service import views
-from service.errors import api_not_found
+from service.kernel.errors import api_not_found
 
 router = SimpleRouter(trailing_slash=False)
 router.register("runs", RunViewSet, basename="run")
@@ -37,5 +37,5 @@ urlpatterns = [
     re_path(r"^(?!(?:api|admin|static|assets)(?:/|$))(?!.*\.[A-Za-z0-9]+$).+$", views.home, name="playground"),
 ]
 
-handler404 = "service.errors.api_not_found"
-handler500 = "service.errors.api_server_error"
+handler404 = "service.kernel.errors.api_not_found"
+handler500 = "service.kernel.errors.api_server_error"

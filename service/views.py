@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 
 from runs.engine.browser import find_system_executable, sandbox_state
 from runs.models import Run
-from service.auth import (
+from service.kernel.auth import (
     SessionKeyAuthentication,
     note_failed_sign_in,
     refuse_foreign_origin,
@@ -27,8 +27,8 @@ from service.auth import (
     session_sign_in,
     sign_in_wait,
 )
-from service.errors import ServiceError
-from service.serializers import StrictSerializer
+from service.kernel.errors import ServiceError
+from service.kernel.serializers import StrictSerializer
 
 
 @extend_schema(

@@ -53,7 +53,7 @@ class LimitedRequest(WebRequest):
     def process(self):
         if not self.too_large:
             return super().process()
-        from service.errors import error_body
+        from service.kernel.errors import error_body
 
         limit = _limit()
         self.request_start = time.time()

@@ -23,8 +23,8 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from runs.engine.browser import Browser
 from runs.engine.extract import validation_errors
 from runs.engine.extract_rules import extract_by_rules, is_rule_schema
+from runs.engine.llm import DeadlinePassed, Model, ToolSpec
 from runs.engine.markdown import to_markdown
-from runs.engine.models import DeadlinePassed, Model, ToolSpec
 from runs.engine.navigation import (
     LOAD_GRACE_MS,
     Deadline,

@@ -17,7 +17,7 @@ from jsonschema import validators
 from runs.engine.browser import Browser
 from runs.engine.extract_rules import RuleError, extract_by_rules, is_rule_schema, rule_problems
 from runs.engine.fetch import load, snapshot_markdown
-from runs.engine.models import DeadlinePassed, Model
+from runs.engine.llm import DeadlinePassed, Model
 from runs.engine.spec import EngineError, FetchSpec, Recorder
 
 MAX_REPAIRS = 2

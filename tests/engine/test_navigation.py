@@ -20,7 +20,7 @@ import pytest
 from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.extract import ExtractSpec, extract
 from runs.engine.fetch import fetch
-from runs.engine.models import ModelSettings, make_model
+from runs.engine.llm import ModelSettings, make_model
 from runs.engine.navigation import HTML_MAX_CHARS, LOAD_GRACE_MS, TITLE_MAX_CHARS
 from runs.engine.netpolicy import NetworkPolicy
 from runs.engine.spec import FetchOptions, FetchSpec

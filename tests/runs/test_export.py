@@ -169,6 +169,9 @@ def test_filters_are_those_of_the_runs_api_plus_since_and_until(api, fmt):
     assert ids(since="2026-03-01T12:02:00Z", until="2026-03-01T12:04:00Z") == [str(failed.id), str(saved.id)]
     assert ids(kind="extract", status="succeeded") == [str(saved.id), str(batched.id)]
     assert ids(kind="agent", status="failed") == []
+    # One run, as the playground's "Export CSV" of a run asks for it.
+    assert ids(id=str(saved.id)) == [str(saved.id)]
+    assert ids(id=str(saved.id), kind="fetch") == []
 
 
 def test_csv_has_one_row_per_result_record_with_nested_fields_as_dotted_columns(api):
@@ -369,6 +372,9 @@ def test_export_is_a_streamed_attachment(api, fmt, content_type):
     assert response.streaming
     assert response["Content-Type"] == content_type
     assert re.fullmatch(rf'attachment; filename="runs-\d{{8}}-\d{{6}}\.{fmt}"', response["Content-Disposition"])
+    run = make_run(1)
+    one = api.get(f"/api/export?format={fmt}&id={run.id}")
+    assert one["Content-Disposition"] == f'attachment; filename="run-{run.id}.{fmt}"'
 
 
 def test_large_exports_arrive_in_several_chunks_that_join_up(api):
@@ -455,6 +461,7 @@ def test_served_over_asgi_the_export_is_streamed_not_collected_first(settings, r
         ("format=xml", {"format": ['"xml" is not a valid choice.']}),
         ("", {"format": ["Choose format=json or format=csv."]}),
         ("format=csv&kind=crawl", {"kind": ['"crawl" is not a valid choice.']}),
+        ("format=csv&id=7", {"id": ["Must be a valid UUID."]}),
         (
             "format=json&since=yesterday",
             {

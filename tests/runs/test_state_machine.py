@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from runs import services
+from runs import resources, services
 from runs.models import IllegalTransition, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -88,7 +88,7 @@ def test_a_fenced_off_attempt_cannot_overwrite_the_new_attempts_screenshot(setti
     step = {"index": 0, "action": "navigate", "url": "", "observation": "", "duration_ms": 0}
     assert services.run_record_step(run=retried, screenshot=b"new attempt's picture", **step) is True
     assert services.run_record_step(run=run, screenshot=b"old attempt's picture", **step) is False
-    folder = services.screenshot_dir(run.pk)
+    folder = resources.screenshot_dir(run.pk)
     assert (folder / "0.jpg").read_bytes() == b"new attempt's picture"
     assert [path.name for path in folder.iterdir()] == ["0.jpg"]  # nothing of the old attempt left behind
 

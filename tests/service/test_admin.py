@@ -11,7 +11,7 @@ from django.test import Client
 
 from runs.jobs import execute_run
 from runs.models import Event, Run, Step
-from service.models import ApiKey
+from service.kernel.keys import ApiKey
 from tests.site import real_login_state
 
 pytestmark = pytest.mark.django_db(transaction=True)

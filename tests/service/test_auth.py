@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from service.models import ApiKey
+from service.kernel.keys import ApiKey
 from tests.conftest import API_KEY
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from runs import services
 from runs.models import Run, Step
-from service.models import ApiKey
+from service.kernel.keys import ApiKey
 from tests.conftest import API_KEY
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.test import Client
 
-from service.models import ApiKey
+from service.kernel.keys import ApiKey
 from tests.conftest import API_KEY
 
 pytestmark = pytest.mark.django_db
@@ -167,7 +167,7 @@ def test_the_event_stream_takes_a_session_from_our_origin_or_a_trusted_one_only(
 def test_failed_sign_ins_are_limited_per_address_and_the_keys_tried_are_never_logged(browser_client, caplog):
     from django.core.cache import cache
 
-    from service.auth import SIGN_IN_FAILURES_PER_ADDRESS
+    from service.kernel.auth import SIGN_IN_FAILURES_PER_ADDRESS
 
     cache.clear()
     tried = [f"guess-{n:04d}-not-a-key" for n in range(SIGN_IN_FAILURES_PER_ADDRESS)]

@@ -142,9 +142,9 @@ def test_fetch_run_streams_live_survives_a_drop_and_exports(ui, site):
     dialog.get_by_role("button", name="Close").click()
     expect(dialog).to_be_hidden()
 
-    # Export this run as CSV: the same row as the history export of the service.
+    # Export this run as CSV: the service's export of this one run, the same row as in the history export.
     with page.expect_download() as downloaded:
-        page.get_by_role("button", name="Export CSV").click()
+        page.get_by_role("link", name="Export CSV").click()
     assert downloaded.value.suggested_filename == f"run-{run_id}.csv"
     ours = list(csv.DictReader(io.StringIO(read_download(downloaded.value), newline="")))
     assert len(ours) == 1

@@ -8,6 +8,7 @@ export const session = {
 };
 
 export interface RunFilter {
+  id?: string;
   kind?: RunKind | "";
   status?: RunStatus | "";
   query?: string;
@@ -17,6 +18,7 @@ export interface RunFilter {
 
 export function filterParams(filter: RunFilter): Record<string, string> {
   const params: Record<string, string> = {};
+  if (filter.id) params.id = filter.id;
   if (filter.kind) params.kind = filter.kind;
   if (filter.status) params.status = filter.status;
   if (filter.query?.trim()) params.query = filter.query.trim();

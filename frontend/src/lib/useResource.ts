@@ -16,6 +16,8 @@ export function useResource<T>(load: (signal: AbortSignal) => Promise<T>, deps: 
   const [generation, setGeneration] = useState(0);
   const loadRef = useRef(load);
   loadRef.current = load;
+  // The dependencies as one value the effect can name: they are ids, cursors, limits and filter strings.
+  const key = JSON.stringify(deps);
 
   useEffect(() => {
     const controller = new AbortController();
@@ -34,7 +36,7 @@ export function useResource<T>(load: (signal: AbortSignal) => Promise<T>, deps: 
         setLoading(false);
       });
     return () => controller.abort();
-  }, [...deps, generation]);
+  }, [key, generation]);
 
   const reload = useCallback(() => setGeneration((n) => n + 1), []);
   const set = useCallback((update: T | ((current: T | undefined) => T)) => {

@@ -1,10 +1,9 @@
 import { useState } from "react";
 import { Link, useSearchParams } from "react-router";
-import { exportUrl, queries as queriesApi, type RunFilter } from "../api/endpoints";
-import { RUN_KINDS, RUN_STATUSES, type RunKind, type RunStatus } from "../api/types";
+import { exportUrl, type RunFilter } from "../api/endpoints";
+import { RunFilterFields, SavedQueryNames } from "../components/RunFilterFields";
 import { PageHeader } from "../components/ui";
 import { describeFilter, filterFromSearch, historySearch, searchFromFilter } from "../lib/historyFilter";
-import { useResource } from "../lib/useResource";
 
 /** ISO time <-> the value of <input type="datetime-local"> (local time, minutes). */
 function toLocalInput(iso: string | undefined): string {
@@ -25,7 +24,6 @@ export function Export() {
   const [params, setParams] = useSearchParams();
   const initial = params.toString() ? params : new URLSearchParams(historySearch());
   const [filter, setFilter] = useState<RunFilter>(() => filterFromSearch(initial));
-  const savedQueries = useResource(() => queriesApi.list(), []);
 
   function change(next: RunFilter) {
     setFilter(next);
@@ -42,36 +40,7 @@ export function Export() {
       />
       <div className="form-card">
         <div className="filters">
-          <div className="field">
-            <label htmlFor="export-kind">Kind</label>
-            <select
-              id="export-kind"
-              value={filter.kind}
-              onChange={(event) => change({ ...filter, kind: event.target.value as RunKind | "" })}
-            >
-              <option value="">All kinds</option>
-              {RUN_KINDS.map((kind) => (
-                <option key={kind} value={kind}>
-                  {kind}
-                </option>
-              ))}
-            </select>
-          </div>
-          <div className="field">
-            <label htmlFor="export-status">Status</label>
-            <select
-              id="export-status"
-              value={filter.status}
-              onChange={(event) => change({ ...filter, status: event.target.value as RunStatus | "" })}
-            >
-              <option value="">All statuses</option>
-              {RUN_STATUSES.map((status) => (
-                <option key={status} value={status}>
-                  {status}
-                </option>
-              ))}
-            </select>
-          </div>
+          <RunFilterFields idPrefix="export" filter={filter} onChange={change} />
           <div className="field grow">
             <label htmlFor="export-query">Query name</label>
             <input
@@ -81,11 +50,7 @@ export function Export() {
               value={filter.query ?? ""}
               onChange={(event) => change({ ...filter, query: event.target.value })}
             />
-            <datalist id="export-query-names">
-              {(savedQueries.data ?? []).map((query) => (
-                <option key={query.name} value={query.name} />
-              ))}
-            </datalist>
+            <SavedQueryNames id="export-query-names" />
           </div>
           <div className="field">
             <label htmlFor="export-since">Created from</label>

@@ -1,8 +1,8 @@
 import { useEffect, useState, type FormEvent } from "react";
 import { Link, useSearchParams } from "react-router";
 import { cursorOf } from "../api/client";
-import { queries as queriesApi, runs, type RunFilter } from "../api/endpoints";
-import { RUN_KINDS, RUN_STATUSES, type RunKind, type RunStatus } from "../api/types";
+import { runs, type RunFilter } from "../api/endpoints";
+import { RunFilterFields, SavedQueryNames } from "../components/RunFilterFields";
 import { RunTable } from "../components/RunTable";
 import { EmptyState, ErrorBanner, Loading, PageHeader } from "../components/ui";
 import { filterFromSearch, rememberHistoryFilter, searchFromFilter } from "../lib/historyFilter";
@@ -22,7 +22,6 @@ export function History() {
   useEffect(() => rememberHistoryFilter(filterFromSearch(new URLSearchParams(filterKey))), [filterKey]);
 
   const page = useResource((signal) => runs.list(filter, cursor, limit, signal), [filterKey, cursor, limit]);
-  const savedQueries = useResource(() => queriesApi.list(), []);
 
   function update(next: RunFilter, nextLimit = limit) {
     const search = searchFromFilter(next);
@@ -64,36 +63,7 @@ export function History() {
         }
       />
       <form className="filters" onSubmit={submitQuery} role="search" aria-label="Filter runs">
-        <div className="field">
-          <label htmlFor="filter-kind">Kind</label>
-          <select
-            id="filter-kind"
-            value={filter.kind}
-            onChange={(event) => update({ ...filter, kind: event.target.value as RunKind | "" })}
-          >
-            <option value="">All kinds</option>
-            {RUN_KINDS.map((kind) => (
-              <option key={kind} value={kind}>
-                {kind}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="field">
-          <label htmlFor="filter-status">Status</label>
-          <select
-            id="filter-status"
-            value={filter.status}
-            onChange={(event) => update({ ...filter, status: event.target.value as RunStatus | "" })}
-          >
-            <option value="">All statuses</option>
-            {RUN_STATUSES.map((status) => (
-              <option key={status} value={status}>
-                {status}
-              </option>
-            ))}
-          </select>
-        </div>
+        <RunFilterFields idPrefix="filter" filter={filter} onChange={(next) => update(next)} />
         <div className="field grow">
           <label htmlFor="filter-query">Query name</label>
           <div className="input-with-button">
@@ -109,11 +79,7 @@ export function History() {
               Apply
             </button>
           </div>
-          <datalist id="saved-query-names">
-            {(savedQueries.data ?? []).map((query) => (
-              <option key={query.name} value={query.name} />
-            ))}
-          </datalist>
+          <SavedQueryNames id="saved-query-names" />
         </div>
         <div className="field">
           <label htmlFor="filter-limit">Per page</label>

@@ -2,115 +2,17 @@ import { useState, type FormEvent } from "react";
 import { useLocation, useNavigate } from "react-router";
 import { ApiError } from "../api/client";
 import { profiles as profilesApi, runs } from "../api/endpoints";
-import type { Render, RunKind, RunOptions, RunSpec } from "../api/types";
+import type { Render, RunKind, RunSpec } from "../api/types";
 import { SchemaEditor, useSchemaCheck } from "../components/SchemaEditor";
 import { describedBy, ErrorBanner, Field, PageHeader } from "../components/ui";
+import { buildSpec, initialState, validate, type FormState } from "../lib/runForm";
 import { useResource } from "../lib/useResource";
-
-const NAME = /^[a-z0-9_-]{1,64}$/;
 
 const KIND_INFO: Record<RunKind, { label: string; text: string }> = {
   fetch: { label: "Fetch", text: "Load a page and return clean Markdown, title and links." },
   extract: { label: "Extract", text: "Load a page and return JSON that matches your schema." },
   agent: { label: "Agent", text: "A model drives the browser toward a goal, step by step." },
 };
-
-type SessionSource = "none" | "profile" | "file";
-
-interface FormState {
-  kind: RunKind;
-  url: string;
-  schema: string;
-  instruction: string;
-  goal: string;
-  cred: string;
-  saveProfile: string;
-  overwriteProfile: boolean;
-  source: SessionSource;
-  profile: string;
-  storageStatePath: string;
-  mainContent: boolean;
-  render: Render;
-  timeoutSeconds: string;
-  maxSteps: string;
-  screenshots: boolean;
-  waitFor: string;
-}
-
-function initialState(spec: RunSpec | undefined): FormState {
-  const options = spec?.options ?? {};
-  return {
-    kind: spec?.kind ?? "fetch",
-    url: spec?.url ?? "",
-    schema: spec?.schema !== undefined ? JSON.stringify(spec.schema, null, 2) : "",
-    instruction: spec?.instruction ?? "",
-    goal: spec?.goal ?? "",
-    cred: spec?.cred ?? "",
-    saveProfile: spec?.saveProfile ?? "",
-    overwriteProfile: spec?.overwriteProfile ?? false,
-    source: spec?.profile ? "profile" : spec?.storageStatePath ? "file" : "none",
-    profile: spec?.profile ?? "",
-    storageStatePath: spec?.storageStatePath ?? "",
-    mainContent: options.mainContent ?? true,
-    render: options.render ?? "auto",
-    timeoutSeconds: String(Math.round((options.timeoutMs ?? 60000) / 1000)),
-    maxSteps: String(options.maxSteps ?? 25),
-    screenshots: options.screenshots ?? true,
-    waitFor: options.waitFor ?? "",
-  };
-}
-
-type Problems = Partial<Record<string, string>>;
-
-function validate(form: FormState, schemaOk: boolean): Problems {
-  const problems: Problems = {};
-  const url = form.url.trim();
-  if (!url) problems.url = "Enter the URL of the page.";
-  else if (!/^https?:\/\/[^/\s]+/i.test(url)) problems.url = "Use an http:// or https:// URL.";
-  if (form.kind === "extract" && !schemaOk) problems.schema = "Fix the schema first.";
-  if (form.kind === "agent" && !form.goal.trim()) problems.goal = "Describe what the agent should achieve.";
-  if (form.kind === "agent" && form.cred && !NAME.test(form.cred))
-    problems.cred = "Use 1-64 lowercase letters, digits, - and _.";
-  if (form.kind === "agent" && form.saveProfile && !NAME.test(form.saveProfile))
-    problems.saveProfile = "Use 1-64 lowercase letters, digits, - and _.";
-  if (form.source === "profile" && !form.profile) problems.profile = "Choose a profile (or no stored session).";
-  if (form.source === "file" && !form.storageStatePath.trim())
-    problems.storageStatePath = "Enter a path inside the data directory.";
-  const timeout = Number(form.timeoutSeconds);
-  if (!Number.isFinite(timeout) || timeout < 1) problems["options.timeoutMs"] = "At least 1 second.";
-  const maxSteps = Number(form.maxSteps);
-  if (form.kind === "agent" && (!Number.isInteger(maxSteps) || maxSteps < 1 || maxSteps > 200))
-    problems["options.maxSteps"] = "A whole number from 1 to 200.";
-  return problems;
-}
-
-export function buildSpec(form: FormState, schema: unknown): RunSpec {
-  const options: RunOptions = {
-    timeoutMs: Math.round(Number(form.timeoutSeconds) * 1000),
-    screenshots: form.screenshots,
-  };
-  if (form.kind !== "agent") {
-    options.mainContent = form.mainContent;
-    options.render = form.render;
-  } else {
-    options.maxSteps = Number(form.maxSteps);
-  }
-  if (form.waitFor.trim()) options.waitFor = form.waitFor.trim();
-  const spec: RunSpec = { kind: form.kind, url: form.url.trim(), options };
-  if (form.kind === "extract") {
-    spec.schema = schema;
-    if (form.instruction.trim()) spec.instruction = form.instruction.trim();
-  }
-  if (form.kind === "agent") {
-    spec.goal = form.goal.trim();
-    if (form.cred.trim()) spec.cred = form.cred.trim();
-    if (form.saveProfile.trim()) spec.saveProfile = form.saveProfile.trim();
-    if (form.saveProfile.trim() && form.overwriteProfile) spec.overwriteProfile = true;
-  }
-  if (form.source === "profile" && form.profile) spec.profile = form.profile;
-  if (form.source === "file" && form.storageStatePath.trim()) spec.storageStatePath = form.storageStatePath.trim();
-  return spec;
-}
 
 export function NewRun() {
   const location = useLocation();

@@ -29,11 +29,12 @@ export function QueryDetail() {
 
   // While a replay of this query is queued or running, re-read its runs (and the counts) every 2 s.
   const unfinished = (history.data?.results ?? []).some((run) => !isFinal(run.status));
+  const reloadHistory = history.reload;
   useEffect(() => {
     if (!unfinished) return;
-    const timer = setInterval(() => history.reload(), 2000);
+    const timer = setInterval(reloadHistory, 2000);
     return () => clearInterval(timer);
-  }, [unfinished, history.reload]);
+  }, [unfinished, reloadHistory]);
 
   if (!query.data) {
     if (query.error) {

@@ -1,7 +1,7 @@
 import { useEffect, useState, type FormEvent } from "react";
 import { Link, useNavigate, useParams } from "react-router";
 import { ApiError } from "../api/client";
-import { queries, runs } from "../api/endpoints";
+import { exportUrl, queries, runs } from "../api/endpoints";
 import { isFinal, type Drift, type RunDetail as RunDetailType } from "../api/types";
 import { DriftSummary } from "../components/Drift";
 import { JsonView } from "../components/JsonTree";
@@ -19,7 +19,7 @@ import {
   StatusBadge,
   Time,
 } from "../components/ui";
-import { downloadText, runsToCsv } from "../lib/csv";
+import { downloadText } from "../lib/download";
 import { formatDuration, runDurationMs, shortId } from "../lib/format";
 import type { LiveStep } from "../lib/liveRun";
 import { useResource } from "../lib/useResource";
@@ -178,13 +178,9 @@ export function RunDetail() {
             >
               Export JSON
             </button>
-            <button
-              type="button"
-              className="button"
-              onClick={() => downloadText(`${exportName}.csv`, runsToCsv([run]), "text/csv;charset=utf-8")}
-            >
+            <a className="button" href={exportUrl("csv", { id: run.id })} download>
               Export CSV
-            </button>
+            </a>
             {run.kind === "extract" && (
               <button type="button" className="button primary" onClick={() => setSaving(true)}>
                 Save as query

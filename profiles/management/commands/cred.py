@@ -10,7 +10,7 @@ from django.core.management.base import CommandError, CommandParser
 from profiles.credentials import CredentialNotFound, CredentialStore
 from profiles.store import NAME_PATTERN, StateFileError
 from runs.engine.spec import Credential, CredentialSite
-from runs.terminal import CliCommand
+from service.kernel.cli import CliCommand
 
 
 class Command(CliCommand):

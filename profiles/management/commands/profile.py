@@ -11,7 +11,7 @@ from django.core.management.base import CommandError, CommandParser
 from profiles.store import ProfileExists, ProfileNotFound, ProfileStore, StateFileError, profile_path
 from runs.engine.browser import Browser, process_browser
 from runs.engine.login_check import check_login
-from runs.terminal import CliCommand
+from service.kernel.cli import CliCommand
 
 
 class Command(CliCommand):

@@ -6,36 +6,24 @@ from django.core.management.base import CommandError, CommandParser
 
 from queries import services
 from queries.models import SavedQuery
-from queries.serializers import QueryCreateSerializer, QueryReplaySerializer, SavedQuerySerializer
+from queries.serializers import SavedQuerySerializer
+from runs.cli import OPTION_NAMES, RunCommand, RunFollower, drift_line, error_text
 from runs.models import Run
 from runs.serializers import RunDetailSerializer, RunSerializer
-from runs.terminal import (
-    CliCommand,
-    RunFollower,
-    drift_line,
-    error_text,
-    positive_number,
-    problems_line,
-    read_json_option,
-)
+from service.kernel.cli import positive_number, read_json_option
 
 # API field names as the options that carry them, so a validation message points at what the user typed.
 OPTIONS = {"fromRun": "--from-run", "url": "--url"}
 
 
-def invalid(errors: object) -> CommandError:
-    """One line naming every bad option; nothing was saved or queued (exit 2)."""
-    return CommandError(problems_line(errors, OPTIONS), returncode=2)
-
-
-class Command(CliCommand):
+class Command(RunCommand):
     help = (
         "Saved queries: named extract specs you replay. Save one (or promote a past extract run), replay it as a "
         "queued run for the workers of `manage.py serve` (--wait follows it), list, show and delete them. Exit 0 "
         "on success, 1 if a followed replay failed (or --timeout ran out), 2 on bad usage or input (nothing is "
         "saved or queued)."
     )
-    option_names = OPTIONS
+    option_names = {**OPTION_NAMES, **OPTIONS}
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)
@@ -114,19 +102,7 @@ class Command(CliCommand):
         data = {key: value for key, value in given.items() if value is not None}
         if schema is not None:
             data["schema"] = read_json_option(schema, "--schema")
-        body = QueryCreateSerializer(data=data)
-        if not body.is_valid():
-            raise invalid(body.errors)
-        checked = body.validated_data
-        if "fromRun" in checked:
-            query = services.query_from_run(name=checked["name"], run_id=str(checked["fromRun"]))
-        else:
-            query = services.query_create(
-                name=checked["name"],
-                url=checked["url"],
-                schema=checked["schema"],
-                instruction=checked.get("instruction", ""),
-            )
+        query = services.query_save(data)
         if as_json:
             self.stdout.write(json.dumps(SavedQuerySerializer(query).data, indent=2))
         else:
@@ -149,10 +125,9 @@ class Command(CliCommand):
             raise CommandError("--timeout goes with --wait (it bounds how long the replay is followed).", returncode=2)
         query = services.query_get(name=name)
         given = {"url": url, "instruction": instruction, "profile": profile, "storageStatePath": storage_state}
-        overrides = QueryReplaySerializer(data={key: value for key, value in given.items() if value is not None})
-        if not overrides.is_valid():
-            raise invalid(overrides.errors)
-        run = services.query_replay(query=query, overrides=overrides.validated_data)
+        run = services.query_replay(
+            query=query, overrides={key: value for key, value in given.items() if value is not None}
+        )
         if not wait:
             run.step_count = 0
             if as_json:

@@ -4,11 +4,11 @@ import json
 
 from django.core.management.base import CommandParser
 
-from runs.management.commands.fetch import add_run_options, execute, progress, state_fields
-from runs.terminal import CliCommand, for_terminal, positive_int
+from runs.cli import RunCommand, add_run_options, execute, progress, state_fields
+from service.kernel.cli import for_terminal, positive_int
 
 
-class Command(CliCommand):
+class Command(RunCommand):
     help = (
         "Let a browser agent reach a goal on a site (needs MODEL_PROVIDER). It can type a stored credential "
         "(--cred) and keep the logged-in session as a profile (--save-profile). Each step prints as it happens; "

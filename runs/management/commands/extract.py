@@ -4,11 +4,11 @@ import json
 
 from django.core.management.base import CommandParser
 
-from runs.management.commands.fetch import add_run_options, execute, state_fields
-from runs.terminal import CliCommand, for_terminal, read_json_option
+from runs.cli import RunCommand, add_run_options, execute, state_fields
+from service.kernel.cli import for_terminal, read_json_option
 
 
-class Command(CliCommand):
+class Command(RunCommand):
     help = (
         "Extract JSON matching a schema from a page. Selector schemas (x-selector, x-source) need no model; other "
         "schemas use MODEL_PROVIDER. The run executes in this process (--queue: by the workers); prints the JSON. "

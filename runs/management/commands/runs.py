@@ -7,28 +7,20 @@ from pathlib import Path
 from django.core.management.base import CommandError, CommandParser
 
 from runs import export
+from runs.cli import OPTION_NAMES, RunCommand, drift_line, error_text, problems_line, step_line
 from runs.models import Run
 from runs.serializers import RunDetailSerializer, RunFilterSerializer, RunSerializer
-from runs.terminal import (
-    CliCommand,
-    check_writable,
-    drift_line,
-    error_text,
-    for_terminal,
-    positive_int,
-    problems_line,
-    step_line,
-)
+from service.kernel.cli import check_writable, for_terminal, positive_int
 
 FILTER_OPTIONS = {name: f"--{name}" for name in ("query", "kind", "status", "batch", "since", "until")}
 
 
-class Command(CliCommand):
+class Command(RunCommand):
     help = (
         "Run history: list runs (newest first), show one run with its steps, export runs as JSON or CSV. Exit 0 on "
         "success, 2 on bad usage or input (an unknown run, a bad filter, an --out that cannot be written)."
     )
-    option_names = FILTER_OPTIONS
+    option_names = {**OPTION_NAMES, **FILTER_OPTIONS}
 
     def add_arguments(self, parser: CommandParser) -> None:
         actions = parser.add_subparsers(dest="action", required=True)

@@ -4,11 +4,11 @@ import json
 
 from django.core.management.base import CommandError, CommandParser
 
-from runs import services
-from runs.terminal import CliCommand
+from runs import direct
+from runs.cli import RunCommand
 
 
-class Command(CliCommand):
+class Command(RunCommand):
     help = (
         "Search the web through the SearXNG instance at SEARXNG_URL and print the results (title, URL, snippet); "
         "--fetch also fetches every result as Markdown (four at a time; a page that fails says why). Exit 0 on "
@@ -33,14 +33,9 @@ class Command(CliCommand):
         if not 1 <= limit <= 50:
             raise CommandError("--limit must be between 1 and 50.", returncode=2)
         # A ServiceError becomes one line with its exit code (CliCommand).
-        results = services.web_search(
-            query=query,
-            limit=limit,
-            categories=options["categories"],
-            language=options["language"],
-            time_range=options["time_range"],
-            fetch_pages=fetch,
-        )
+        asked = {"query": query, "limit": limit, "fetch": fetch, "timeRange": options["time_range"]}
+        asked.update({name: options[name] for name in ("categories", "language") if options[name] is not None})
+        results = direct.search({name: value for name, value in asked.items() if value is not None})
         if as_json:
             self.stdout.write(json.dumps({"results": results}, indent=2, ensure_ascii=False))
             return

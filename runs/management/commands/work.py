@@ -6,7 +6,7 @@ import signal
 from django.core.management.base import BaseCommand
 from django_q.cluster import Cluster
 
-from runs import jobs, services
+from runs import jobs, queue
 
 
 class Command(BaseCommand):
@@ -17,7 +17,7 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options) -> None:
-        services.queue_release_taken_tasks()
+        queue.release_taken_tasks()
         # Made before the cluster forks, so its sentinel and every worker (also those it recycles) share it.
         jobs.DRAINING = multiprocessing.get_context("fork").Event()
         cluster = Cluster()  # installs its own SIGTERM/SIGINT handlers, which stop the cluster

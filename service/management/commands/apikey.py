@@ -5,8 +5,8 @@ import json as jsonlib
 from django.core.management.base import CommandError, CommandParser
 from django.db import IntegrityError
 
-from runs.terminal import CliCommand
-from service.models import ApiKey
+from service.kernel.cli import CliCommand
+from service.kernel.keys import ApiKey
 
 
 class Command(CliCommand):

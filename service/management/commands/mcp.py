@@ -3,7 +3,7 @@ from __future__ import annotations
 import anyio
 from django.core.management.base import BaseCommand
 
-from service.mcp import serve_stdio
+from service.mcp.server import serve_stdio
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from collections.abc import Mapping
 
 from rest_framework import serializers
 
-from profiles.store import NAME_PATTERN, NAME_RULE
+from service.kernel.names import NAME_PATTERN, NAME_RULE
 
 
 def name_field(what: str, **kwargs) -> serializers.RegexField:

@@ -18,7 +18,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from service.parsers import RequestTooLarge
+from service.kernel.parsers import RequestTooLarge
 
 
 class ServiceError(exceptions.APIException):

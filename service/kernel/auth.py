@@ -11,12 +11,22 @@ from django.core.cache import cache
 from rest_framework import authentication, exceptions, throttling
 from rest_framework.request import Request
 
-from service.models import ApiKey, hash_key, matches_bootstrap_key
+from service.kernel.keys import ApiKey, hash_key, matches_bootstrap_key
 
 # The playground signs in by exchanging a key for a session; the session keeps the key's name and hash (never the
 # key), so revoking the key (or changing SERVICE_API_KEY) ends the session too.
 SESSION_KEY_NAME = "api_key_name"
 SESSION_KEY_HASH = "api_key_hash"
+
+
+BEARER_FORM = "Use the header 'Authorization: Bearer <api key>'."
+
+
+def bearer_key(header: str) -> str | None:
+    """The key an `Authorization: Bearer <key>` header carries (the scheme in any case); None when the header is
+    of another form. The one reading of the header, for the HTTP API, the event stream and /api/mcp."""
+    scheme, _, raw = header.partition(" ")
+    return raw.strip() if scheme.lower() == "bearer" and raw.strip() else None
 
 
 @dataclass(frozen=True)
@@ -35,7 +45,7 @@ def authenticate_key(raw: str) -> KeyHolder | None:
     return KeyHolder(key_name=key.name) if key else None
 
 
-def key_credential(raw: str) -> tuple[str, str] | None:
+def key_identity(raw: str) -> tuple[str, str] | None:
     """(key name, key hash) of a valid API key: what a long-lived connection keeps to check the key again later."""
     holder = authenticate_key(raw)
     return (holder.key_name, hash_key(raw)) if holder else None
@@ -91,7 +101,7 @@ def key_still_valid(name: str, digest: str) -> bool:
     return ApiKey.objects.active().filter(name=name, key_hash=digest).exists()
 
 
-def session_credential(session) -> tuple[str, str] | None:
+def session_identity(session) -> tuple[str, str] | None:
     """(key name, key hash) of a signed-in playground session, while its key is still valid."""
     if session is None:
         return None
@@ -103,8 +113,8 @@ def session_credential(session) -> tuple[str, str] | None:
 
 def session_holder(session) -> KeyHolder | None:
     """The caller of a signed-in playground session, while its key is still valid."""
-    credential = session_credential(session)
-    return KeyHolder(key_name=credential[0]) if credential else None
+    identity = session_identity(session)
+    return KeyHolder(key_name=identity[0]) if identity else None
 
 
 def origin_if_foreign(origin: str | None, own: str) -> str | None:
@@ -154,10 +164,10 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
-        scheme, _, raw = header.partition(" ")
-        if scheme.lower() != "bearer" or not raw.strip():
-            raise exceptions.AuthenticationFailed("Use the header 'Authorization: Bearer <api key>'.")
-        holder = authenticate_key(raw.strip())
+        raw = bearer_key(header)
+        if raw is None:
+            raise exceptions.AuthenticationFailed(BEARER_FORM)
+        holder = authenticate_key(raw)
         if holder is None:
             raise exceptions.AuthenticationFailed("The API key is not valid or has been revoked.")
         return holder, "api-key"

@@ -1,0 +1,133 @@
+"""One feed per ASGI process: reads new events from the outbox once and offers them to every local consumer of
+GET /api/events (runs/consumers.py), and closes the connections whose key no longer opens the API."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from channels.db import database_sync_to_async
+from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+from runs import stream
+from runs.wakeup import GROUP
+from service.kernel.auth import key_still_valid
+
+if TYPE_CHECKING:
+    from runs.consumers import EventsConsumer
+
+log = logging.getLogger(__name__)
+
+TICK_SECONDS = 0.05
+GROUP_REFRESH_SECONDS = 600.0
+# Open connections whose key was revoked (or whose bootstrap key changed) are closed within this long.
+KEY_RECHECK_SECONDS = 5.0
+
+# A batch of frames read once for every consumer of this process: (cursor before, [(frame, text)], cursor after).
+EventBatch = tuple[int, list[tuple[dict, str]], int]
+
+
+@database_sync_to_async
+def _still_valid(identities: set[tuple[str, str]]) -> set[tuple[str, str]]:
+    return {identity for identity in identities if key_still_valid(*identity)}
+
+
+class EventFeed:
+    """One per ASGI process: reads new events once and offers them to every local consumer.
+
+    It polls the newest event id about every 50 ms, which is what makes the embedded default live (workers in
+    other processes commit to SQLite; the in-memory channel layer cannot carry their wake-ups). With Redis,
+    workers' wake-ups arrive on the feed's own channel in the group and poke it at once. A consumer that is caught
+    up takes the shared batch; one that is behind (replaying, or just connected) reads the outbox itself.
+    """
+
+    def __init__(self) -> None:
+        self.consumers: set[EventsConsumer] = set()
+        self._task: asyncio.Task | None = None
+        self._poke = asyncio.Event()
+
+    def add(self, consumer: EventsConsumer) -> None:
+        self.consumers.add(consumer)
+        if self._task is None or self._task.done():
+            self._poke = asyncio.Event()
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def remove(self, consumer: EventsConsumer) -> None:
+        self.consumers.discard(consumer)
+
+    def poke(self) -> None:
+        self._poke.set()
+
+    async def _listen(self) -> None:
+        """One channel per process in the wake-up group: a worker's wake-up costs one message per process,
+        not one per connection."""
+        layer = get_channel_layer()
+        if layer is None or isinstance(layer, InMemoryChannelLayer):
+            return  # nothing outside this process can reach an in-memory layer; the ticker covers it
+        channel = await layer.new_channel()
+        joined = 0.0
+        try:
+            while self.consumers:
+                if time.monotonic() - joined > GROUP_REFRESH_SECONDS:
+                    await layer.group_add(GROUP, channel)
+                    joined = time.monotonic()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(layer.receive(channel), GROUP_REFRESH_SECONDS)
+                    self.poke()
+        except Exception:  # Redis away: the ticker still polls, so the stream stays live, only slower
+            log.warning("event feed lost its channel-layer wake-ups", exc_info=True)
+        finally:
+            with contextlib.suppress(Exception):
+                await layer.group_discard(GROUP, channel)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        listener, keys = loop.create_task(self._listen()), loop.create_task(self._recheck_keys())
+        try:
+            await self._poll()
+        finally:
+            listener.cancel()
+            keys.cancel()
+
+    async def _recheck_keys(self) -> None:
+        """Close connections whose key no longer opens the API: one query per distinct key, not per connection."""
+        while self.consumers:
+            await asyncio.sleep(KEY_RECHECK_SECONDS)
+            try:
+                valid = await _still_valid({consumer.identity for consumer in self.consumers})
+            except Exception:  # the database may be briefly busy; look again next time
+                log.exception("event feed could not check the keys of its connections")
+                continue
+            for consumer in list(self.consumers):
+                if consumer.identity not in valid:
+                    consumer.revoked()
+
+    async def _poll(self) -> None:
+        latest_id = database_sync_to_async(stream.latest_event_id)
+        read = database_sync_to_async(stream.read_events)
+        guard = stream.GapGuard() if await database_sync_to_async(stream.needs_gap_guard)() else None
+        cursor = await latest_id()
+        while self.consumers:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._poke.wait(), TICK_SECONDS)
+            self._poke.clear()
+            try:
+                if await latest_id() == cursor:
+                    continue
+                while True:
+                    frames, bound = await read(cursor=cursor, run_id=None, guard=guard)
+                    if bound == cursor:
+                        break
+                    batch = (cursor, [(frame, json.dumps(frame)) for frame in frames], bound)
+                    for consumer in list(self.consumers):
+                        consumer.offer(batch)
+                    cursor = bound
+            except Exception:  # the database may be briefly busy; the next tick tries again
+                log.exception("event feed could not read the outbox")
+
+
+process_feed = EventFeed()

@@ -1,0 +1,91 @@
+"""The MCP server: the tool table as tools/list (rebuilt on every call) and tools/call, over stdio."""
+
+from __future__ import annotations
+
+import logging
+
+import mcp_types as types
+from django.conf import settings
+from jsonschema import Draft202012Validator
+from mcp.server import CacheHint, Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from rest_framework import exceptions
+
+from service.kernel.errors import ServiceError, flatten_fields
+from service.mcp.catalogue import saved_query_catalog
+from service.mcp.tools import TOOLS, error_result, fields_message, in_thread
+
+log = logging.getLogger(__name__)
+
+
+def _argument_problems(schema: dict, arguments: dict) -> dict[str, list[str]]:
+    """What is wrong with the arguments, by field; missing and unknown fields in the API's words."""
+    problems: dict[str, list[str]] = {}
+    for name in schema["required"]:
+        if name not in arguments:
+            problems[name] = ["This field is required."]
+    for name in sorted(set(arguments) - set(schema["properties"])):
+        problems[name] = ["This field is not allowed."]
+    for error in Draft202012Validator(schema).iter_errors(arguments):
+        if error.validator not in ("required", "additionalProperties"):
+            name = ".".join(str(part) for part in error.absolute_path) or "arguments"
+            problems.setdefault(name, []).append(error.message + ".")
+    return problems
+
+
+async def _list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    catalog = await in_thread(saved_query_catalog)()
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(
+                name=tool.name,
+                title=tool.title,
+                description=f"{tool.description}\n\n{catalog}" if tool.name == "run_saved_query" else tool.description,
+                input_schema=tool.input_schema,
+                annotations=tool.annotations,
+            )
+            for tool in TOOLS.values()
+        ]
+    )
+
+
+async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+    tool = TOOLS.get(params.name)
+    if tool is None:
+        raise MCPError(types.INVALID_PARAMS, f"There is no tool named {params.name!r}; tools/list names them.")
+    arguments = params.arguments or {}
+    problems = _argument_problems(tool.input_schema, arguments)
+    if problems:
+        return error_result("invalid_arguments", fields_message(problems))
+    try:
+        return await tool.call(arguments)
+    except ServiceError as error:
+        return error_result(error.error_code, str(error.detail))
+    except exceptions.ValidationError as error:
+        return error_result("invalid_request", fields_message(flatten_fields(error.detail)))
+    except Exception:
+        log.exception("MCP tool %s failed", tool.name)
+        return error_result("internal_error", "The server hit an unexpected error; it has been logged.")
+
+
+server = Server(
+    "web-data-service",
+    version=settings.SPECTACULAR_SETTINGS["VERSION"],
+    instructions=(
+        "A self-hosted web-data service: fetch pages as Markdown, search the web, extract JSON from pages with a "
+        "schema, replay saved queries and start browser agents. Every run is kept; get_run shows its trace."
+    ),
+    # The tool list changes with the saved queries: clients should not keep it.
+    cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
+    get_tool_input_schema=lambda name: TOOLS[name].input_schema if name in TOOLS else None,
+    on_list_tools=_list_tools,
+    on_call_tool=_call_tool,
+)
+
+
+async def serve_stdio() -> None:
+    """Serve one client on stdin/stdout until it closes them. The SDK points fd 1 at stderr meanwhile, so stray
+    output (Chromium, warnings) cannot corrupt the protocol stream."""
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
