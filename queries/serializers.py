@@ -5,8 +5,9 @@ from rest_framework import serializers
 from queries.models import SavedQuery
 from runs.engine.extract_rules import rule_problems
 from runs.serializers import (
-    URL_MAX_LENGTH,
+    JsonSchemaField,
     OptionsSerializer,
+    PageUrlField,
     check_json_schema,
     validate_storage_state_path,
     validate_target_url,
@@ -41,15 +42,15 @@ class QuerySpecSerializer(StrictSerializer):
     """The editable part of a saved query (PUT needs url and schema; PATCH any of them)."""
 
     name = name_field("saved query", required=False, help_text="Names do not change; if given, the same.")
-    url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url])
-    schema = serializers.JSONField(validators=[validate_schema])
+    url = PageUrlField(validators=[validate_target_url])
+    schema = JsonSchemaField(validators=[validate_schema])
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
 
 
 class QueryCreateSerializer(StrictSerializer):
     name = name_field("saved query")
-    url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url], required=False)
-    schema = serializers.JSONField(validators=[validate_schema], required=False)
+    url = PageUrlField(validators=[validate_target_url], required=False)
+    schema = JsonSchemaField(validators=[validate_schema], required=False)
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
     fromRun = serializers.UUIDField(
         required=False, help_text="Promote a past extract run: copies its url, schema, instruction."
@@ -74,7 +75,7 @@ class QueryCreateSerializer(StrictSerializer):
 class QueryReplaySerializer(StrictSerializer):
     """One replay's overrides; none of them changes the stored query."""
 
-    url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url], required=False)
+    url = PageUrlField(validators=[validate_target_url], required=False)
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
     profile = name_field("profile", required=False)
     storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])

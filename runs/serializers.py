@@ -5,6 +5,8 @@ from __future__ import annotations
 from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.utils import extend_schema_field
 from jsonschema import SchemaError, validators
 from rest_framework import serializers
 
@@ -92,6 +94,36 @@ def check_json_schema(schema: object, needs: str = "An extract run needs") -> st
     return None
 
 
+@extend_schema_field({"type": "string", "format": "uri", "pattern": "^https?://"})
+class PageUrlField(serializers.CharField):
+    """The http(s) URL of a page (checked by the validators given); one character over URL_MAX_LENGTH is read, to
+    say that it is too long."""
+
+    def __init__(self, **kwargs):
+        super().__init__(max_length=URL_MAX_LENGTH + 1, **kwargs)
+
+
+@extend_schema_field({"type": "object"})
+class JsonSchemaField(serializers.JSONField):
+    """A JSON schema document (check_json_schema: an object)."""
+
+
+class TimeoutMsField(serializers.IntegerField):
+    """Milliseconds a page or a run may take: at least 1000, at most RUN_TIMEOUT_MAX_MS (read when checked)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(min_value=1000, validators=[validate_timeout_ms], **kwargs)
+
+
+class TimeoutMsSchema(OpenApiSerializerFieldExtension):
+    """The ceiling is configuration: the document says the one this service runs with."""
+
+    target_class = "runs.serializers.TimeoutMsField"
+
+    def map_serializer_field(self, auto_schema, direction):
+        return {"type": "integer", "minimum": 1000, "maximum": settings.RUN_TIMEOUT_MAX_MS}
+
+
 def validate_timeout_ms(value: int) -> int:
     if value > settings.RUN_TIMEOUT_MAX_MS:
         raise serializers.ValidationError(f"At most {settings.RUN_TIMEOUT_MAX_MS} (RUN_TIMEOUT_MAX_MS).")
@@ -111,21 +143,18 @@ def state_errors(attrs: dict) -> dict[str, list[str]]:
 class OptionsSerializer(StrictSerializer):
     mainContent = serializers.BooleanField(default=True)
     render = serializers.ChoiceField(choices=["auto", "browser", "http"], default="auto")
-    timeoutMs = serializers.IntegerField(min_value=1000, default=60_000)
+    timeoutMs = TimeoutMsField(default=60_000)
     maxSteps = serializers.IntegerField(min_value=1, max_value=200, default=25)
     screenshots = serializers.BooleanField(default=True)
     waitFor = serializers.CharField(max_length=500, required=False, allow_null=True, allow_blank=False)
     model = serializers.CharField(max_length=200, required=False, help_text="Model name for this run only.")
-    outputSchema = serializers.JSONField(required=False, help_text="Agent runs: a JSON schema for the output.")
+    outputSchema = JsonSchemaField(required=False, help_text="Agent runs: a JSON schema for the output.")
 
     def validate_outputSchema(self, value: object) -> object:
         problem = check_json_schema(value, needs="outputSchema must be")
         if problem:
             raise serializers.ValidationError(problem)
         return value
-
-    def validate_timeoutMs(self, value: int) -> int:
-        return validate_timeout_ms(value)
 
 
 KIND_FIELDS = {
@@ -137,8 +166,8 @@ KIND_FIELDS = {
 
 class RunSpecSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=Run.Kind.choices)
-    url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_target_url])
-    schema = serializers.JSONField(required=False)
+    url = PageUrlField(validators=[validate_target_url])
+    schema = JsonSchemaField(required=False)
     instruction = serializers.CharField(required=False, max_length=10_000, allow_blank=True)
     goal = serializers.CharField(required=False, max_length=10_000)
     cred = name_field("credential", required=False)
@@ -366,21 +395,18 @@ class ExportParamsSerializer(RunFilterSerializer):
 
 class FetchRequestSerializer(StrictSerializer):
     # Refused addresses are answered by the fetch itself (400 url_not_allowed), not as a validation error.
-    url = serializers.CharField(max_length=URL_MAX_LENGTH + 1, validators=[validate_url_shape])
+    url = PageUrlField(validators=[validate_url_shape])
     mainContent = serializers.BooleanField(default=True)
     render = serializers.ChoiceField(
         choices=["auto", "browser", "http"],
         default="auto",
         help_text="http: plain HTTP only; browser: Chromium; auto: plain HTTP, then Chromium for JavaScript shells.",
     )
-    timeoutMs = serializers.IntegerField(min_value=1000, default=30_000)
+    timeoutMs = TimeoutMsField(default=30_000)
     waitFor = serializers.CharField(max_length=500, required=False, allow_blank=False)
     profile = name_field("profile", required=False)
     storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
     persist = serializers.BooleanField(default=False, help_text="Also keep it as a fetch run (in history).")
-
-    def validate_timeoutMs(self, value: int) -> int:
-        return validate_timeout_ms(value)
 
     def validate(self, attrs: dict) -> dict:
         errors = state_errors(attrs)

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from profiles.store import MAX_COOKIE_EXPIRES
 from runs.serializers import KIND_FIELDS
-from service.kernel.serializers import StrictSerializer
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -64,58 +62,6 @@ GATEWAY = {
 REFERENCES = {("/api/queries", "post")}
 
 
-# A Playwright storage state, as profiles.store.validate_state accepts it.
-STORAGE_STATE_SCHEMA = {
-    "type": "object",
-    "description": "A Playwright storage state (what `context.storage_state()` returns).",
-    "additionalProperties": False,
-    "properties": {
-        "cookies": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["name", "value", "domain"],
-                "properties": {
-                    "name": {"type": "string", "minLength": 1},
-                    "value": {"type": "string"},
-                    "domain": {"type": "string", "minLength": 1},
-                    "expires": {
-                        "type": "number",
-                        "maximum": MAX_COOKIE_EXPIRES,
-                        "description": "Unix time; -1 for a session cookie.",
-                    },
-                },
-            },
-        },
-        "origins": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["origin"],
-                "properties": {
-                    "origin": {"type": "string"},
-                    "localStorage": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "required": ["name", "value"],
-                            "properties": {"name": {"type": "string"}, "value": {"type": "string"}},
-                        },
-                    },
-                },
-            },
-        },
-    },
-}
-
-# Request fields that hold a JSON schema document (check_json_schema: an object).
-JSON_SCHEMA_FIELDS = [
-    ("RunSpecRequest", "schema"),
-    ("OptionsRequest", "outputSchema"),
-    ("QueryCreateRequest", "schema"),
-    ("QuerySpecRequest", "schema"),
-    ("PatchedQuerySpecRequest", "schema"),
-]
 # What each kind of run needs besides kind and url (RunSpecSerializer.validate).
 KIND_REQUIRED = {"extract": ("schema",), "agent": ("goal",)}
 
@@ -193,33 +139,14 @@ def error_responses(result: dict, generator, request, public) -> dict:
 
 
 def strict_request_bodies(components: dict, generator) -> None:
-    """Say what the serializers enforce, so a client (or a fuzzer) need not learn it from 400s: unknown fields are
-    refused, URLs are http(s), timeouts have a ceiling, a JSON schema is an object, a run spec has one shape per
-    kind, a saved query comes from a spec or from a run, a batch holds run specs, a profile is a storage state."""
-    # drf-spectacular keeps no public index from component to serializer; its registry is the one place that has it.
-    closed = {
-        component.name
-        for component in generator.registry._components.values()
-        if component.name.endswith("Request") and isinstance(component.object, StrictSerializer)
-    }
-    for name, schema in components.items():
-        if not name.endswith("Request"):
-            continue
-        if name in closed:
-            schema["additionalProperties"] = False
-        properties = schema.get("properties", {})
-        if properties.get("url", {}).get("type") == "string":
-            properties["url"].update(format="uri", pattern="^https?://")
-        if "timeoutMs" in properties:
-            properties["timeoutMs"]["maximum"] = settings.RUN_TIMEOUT_MAX_MS
-    for name, field in JSON_SCHEMA_FIELDS:
-        components[name]["properties"][field]["type"] = "object"
+    """What the serializers' own schema cannot say (their fields and extensions say the rest: unknown fields refused,
+    URLs http(s), the timeout's ceiling, JSON schemas objects, a storage state's shape): a run spec has one shape per
+    kind, a saved query comes from a spec or from a run, a batch holds run specs."""
     components["RunSpecRequest"] = one_shape_per_kind(components["RunSpecRequest"])
     components["QueryCreateRequest"] = spec_or_promotion(components["QueryCreateRequest"])
     components["BatchSubmitRequest"]["properties"]["runs"].update(
         items={"$ref": "#/components/schemas/RunSpecRequest"}, maxItems=settings.BATCH_MAX_RUNS
     )
-    components["ProfileImportRequest"]["properties"]["state"] = STORAGE_STATE_SCHEMA
 
 
 def one_shape_per_kind(spec: dict) -> dict:

@@ -10,7 +10,8 @@ Three things real pages do that a plain `goto(wait_until="load")` handles badly:
   meta refresh due within REFRESH_FOLLOW_S is waited for before the snapshot is kept.
 - After `load`, pages often keep rendering: data requests, short timers. TRACK_PENDING_JS counts pending
   fetch/XHR calls and timers of at most 500 ms (longer ones are deferred loaders, not rendering), but not the
-  timers of polling loops (a timer set by a timer set by a timer..., or one handler armed over and over), which
+  timers of polling loops (a timer set by a timer set by a timer..., one handler armed over and over, or a timer
+  that sets a timer running the same code), which
   real pages run forever waiting for a font or a third-party script that never came; it also notes when the DOM
   last changed. The snapshot waits until nothing is pending and the DOM has been quiet for SETTLE_QUIET_MS, or
   SETTLE_MAX_MS at most (pages that render forever), then reads title, HTML and links in the same round trip.
@@ -64,22 +65,33 @@ TRACK_PENDING_JS = _with_limits("""(() => {
   // id -> when it is due; one past due by 200 ms was cancelled in a way not seen here. A timer set by a timer set by
   // a timer... (deeper than MAX_DEPTH), or a handler armed again and again (from promise callbacks), is a polling
   // loop ("are the fonts / is the ad script there yet?"), not rendering: not counted.
-  const timers = new Map(), armed = new WeakMap(), MAX_DEPTH = 3;
-  let requests = 0, changed = performance.now(), leaving = false, depth = 0;
+  // A timer whose handler sets a timer with the same code (the same function, or a new closure of the same source:
+  // `setTimeout(function () { isJqueryInit(callback) }, 500)` from inside itself) is a polling loop at once.
+  const timers = new Map(), armed = new WeakMap(), MAX_DEPTH = 3, sourceOf = Function.prototype.toString;
+  let requests = 0, changed = performance.now(), leaving = false, depth = 0, running = null;
+  const sameCode = (handler) => {
+    if (running === null) return false;
+    if (running === handler) return true;
+    try { return sourceOf.call(running) === sourceOf.call(handler); } catch (error) { return false; }
+  };
   w.setTimeout = function (handler, delay, ...args) {
     if (typeof handler !== 'function' || (typeof delay === 'number' && delay > 500)) {
       return nativeSetTimeout.call(this, handler, delay, ...args);
     }
     const level = depth + 1;
+    const polling = level > 1 && level <= MAX_DEPTH && sameCode(handler);
     const id = nativeSetTimeout.call(this, function (...a) {
       timers.delete(id);
-      const outer = depth;
+      const outer = depth, outerHandler = running;
       depth = level;
-      try { return handler.apply(this, a); } finally { depth = outer; }
+      running = handler;
+      try { return handler.apply(this, a); } finally { depth = outer; running = outerHandler; }
     }, delay, ...args);
     const times = (armed.get(handler) || 0) + 1;
     armed.set(handler, times);
-    if (level <= MAX_DEPTH && times <= MAX_DEPTH) timers.set(id, performance.now() + (Number(delay) || 0));
+    if (level <= MAX_DEPTH && times <= MAX_DEPTH && !polling) {
+      timers.set(id, performance.now() + (Number(delay) || 0));
+    }
     return id;
   };
   w.clearTimeout = function (id) { timers.delete(id); return nativeClearTimeout.call(this, id); };

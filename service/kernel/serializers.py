@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
 from service.kernel.names import NAME_PATTERN, NAME_RULE
@@ -27,3 +28,17 @@ class StrictSerializer(serializers.Serializer):
             if unknown:
                 raise serializers.ValidationError({name: ["This field is not allowed."] for name in unknown})
         return super().to_internal_value(data)
+
+
+class StrictRequestBody(OpenApiSerializerExtension):
+    """In the OpenAPI document, a strict serializer's request body refuses other fields (additionalProperties:
+    false), so a client or a fuzzer need not learn it from 400s."""
+
+    target_class = StrictSerializer
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema, direction):
+        schema = auto_schema._map_serializer(self.target, direction, bypass_extensions=True)
+        if direction == "request":
+            schema["additionalProperties"] = False
+        return schema

@@ -21,7 +21,7 @@ from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.extract import ExtractSpec, extract
 from runs.engine.fetch import fetch
 from runs.engine.llm import ModelSettings, make_model
-from runs.engine.navigation import HTML_MAX_CHARS, LOAD_GRACE_MS, TITLE_MAX_CHARS
+from runs.engine.navigation import HTML_MAX_CHARS, LOAD_GRACE_MS, TITLE_MAX_CHARS, Tab
 from runs.engine.netpolicy import NetworkPolicy
 from runs.engine.spec import FetchOptions, FetchSpec
 from tests.engine.recorder import ListRecorder
@@ -100,6 +100,23 @@ def page_for(path: str, query: dict[str, str], started: dict[str, float]) -> str
         return article("Root away", ROOT_AWAY_TEXT, extra=script)
     if path == "/final":
         return article("Final page", FINAL_TEXT, f"Arrived by {query.get('via', 'nothing')}.")
+    if path == "/timers":
+        # At load, two chains of timers start: one renders (each step different code; the second, 400 ms after the
+        # first, adds a paragraph), one polls every 200 ms for a library that never comes, with a new closure of the
+        # same code each time. At its third poll the page notes what the settle wait counts: the rendering step to
+        # come, not the poll (a timer set by a timer set by a timer, that a depth limit alone still counts).
+        script = (
+            "<script>window.rendered = 0; window.polls = 0;"
+            "addEventListener('load', () => {"
+            " setTimeout(() => { rendered = 1; setTimeout(() => { rendered = 2;"
+            "  document.body.append(Object.assign(document.createElement('p'), {textContent: 'Rendered late.'}));"
+            " }, 400); }, 300);"
+            " (function waitForLibrary() { polls++;"
+            "  if (!window.jQuery) setTimeout(function () { waitForLibrary(); }, 200);"
+            "  if (polls === 3) window.pendingAtThirdPoll = window.__settleState().pending; })();"
+            "});</script>"
+        )
+        return article("Timers", PLAIN_TEXT, extra=script)
     if path == "/product":
         return (
             "<!doctype html><html><head><title>Trail shoe</title></head><body><main>"
@@ -197,6 +214,20 @@ def test_a_page_that_builds_more_html_than_is_read_is_cut_in_the_page_and_says_s
     said = f"the page's HTML is longer than {HTML_MAX_CHARS} characters: only its beginning was read"
     assert said in recorder.steps[0]["observation"]
     assert fetch(spec(pages("/plain")), ListRecorder(), browser).to_dict()["truncated"] is False
+
+
+def test_the_settle_wait_counts_rendering_timers_and_not_a_loop_that_polls_with_the_same_code(pages, browser):
+    # The page script's own count (TRACK_PENDING_JS) in real Chromium, noted by the page at its third poll.
+    context = browser.new_context(network=NetworkPolicy(allow_private=True))
+    try:
+        tab = Tab.open(context)
+        tab.page.goto(pages("/timers"), wait_until="load")
+        tab.page.wait_for_function("() => window.pendingAtThirdPoll !== undefined")
+        assert tab.page.evaluate("() => [window.rendered, window.pendingAtThirdPoll]") == [1, 1]
+    finally:
+        context.close()
+    result = fetch(spec(pages("/timers")), ListRecorder(), browser)
+    assert "Rendered late." in result.markdown  # the rendering chain was waited for
 
 
 def test_a_page_that_loads_says_load(pages, browser):
