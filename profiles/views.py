@@ -8,6 +8,7 @@ from rest_framework.response import Response
 
 from profiles import services
 from profiles.serializers import ProfileImportSerializer, ProfileSerializer
+from service.kernel.openapi import errors
 
 
 class ProfileViewSet(viewsets.ViewSet):
@@ -20,16 +21,18 @@ class ProfileViewSet(viewsets.ViewSet):
     def list(self, request: Request) -> Response:
         return Response([info.to_dict() for info in services.store().list()])
 
-    @extend_schema(responses=ProfileSerializer)
+    @extend_schema(responses={200: ProfileSerializer, **errors(404)})
     def retrieve(self, request: Request, name: str) -> Response:
         return Response(services.profile_get(name=name).to_dict())
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **errors(404)})
     def destroy(self, request: Request, name: str) -> Response:
         services.profile_delete(name=name)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=ProfileImportSerializer, responses={201: ProfileSerializer, 200: ProfileSerializer})
+    @extend_schema(
+        request=ProfileImportSerializer, responses={201: ProfileSerializer, 200: ProfileSerializer, **errors(409)}
+    )
     @action(detail=False, methods=["post"], url_path="import")
     def import_state(self, request: Request) -> Response:
         body = ProfileImportSerializer(data=request.data)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from queries.models import SavedQuery
@@ -12,7 +13,7 @@ from runs.serializers import (
     validate_storage_state_path,
     validate_target_url,
 )
-from service.kernel.serializers import StrictSerializer, name_field
+from service.kernel.serializers import StrictSerializer, document_shape, name_field
 
 
 def validate_schema(value: object) -> object:
@@ -70,6 +71,17 @@ class QueryCreateSerializer(StrictSerializer):
         if missing:
             raise serializers.ValidationError(missing)
         return attrs
+
+
+# The body of POST /api/queries in the OpenAPI document: a spec, or a run to promote (never both).
+QUERY_CREATE = PolymorphicProxySerializer(
+    component_name="QueryCreate",
+    serializers=[
+        document_shape(QueryCreateSerializer, "QueryFromSpec", drop={"fromRun"}, require=("url", "schema")),
+        document_shape(QueryCreateSerializer, "QueryFromRun", keep={"name", "fromRun"}, require=("fromRun",)),
+    ],
+    resource_type_field_name=None,
+)
 
 
 class QueryReplaySerializer(StrictSerializer):

@@ -11,12 +11,13 @@ from rest_framework.response import Response
 from queries import services
 from queries.models import SavedQuery
 from queries.serializers import (
-    QueryCreateSerializer,
+    QUERY_CREATE,
     QueryReplaySerializer,
     QuerySpecSerializer,
     SavedQuerySerializer,
 )
 from runs.serializers import RunSerializer
+from service.kernel.openapi import errors
 
 
 class SavedQueryViewSet(viewsets.ViewSet):
@@ -29,20 +30,20 @@ class SavedQueryViewSet(viewsets.ViewSet):
     def list(self, request: Request) -> Response:
         return Response(SavedQuerySerializer(SavedQuery.objects.all(), many=True).data)
 
-    @extend_schema(request=QueryCreateSerializer, responses={201: SavedQuerySerializer})
+    @extend_schema(request=QUERY_CREATE, responses={201: SavedQuerySerializer, **errors(404, 409)})
     def create(self, request: Request) -> Response:
         query = services.query_save(request.data)
         return Response(SavedQuerySerializer(query).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(responses=SavedQuerySerializer)
+    @extend_schema(responses={200: SavedQuerySerializer, **errors(404)})
     def retrieve(self, request: Request, name: str) -> Response:
         return Response(SavedQuerySerializer(services.query_get(name=name)).data)
 
-    @extend_schema(request=QuerySpecSerializer, responses=SavedQuerySerializer)
+    @extend_schema(request=QuerySpecSerializer, responses={200: SavedQuerySerializer, **errors(404)})
     def update(self, request: Request, name: str) -> Response:
         return self._update(request, name, partial=False)
 
-    @extend_schema(request=QuerySpecSerializer, responses=SavedQuerySerializer)
+    @extend_schema(request=QuerySpecSerializer, responses={200: SavedQuerySerializer, **errors(404)})
     def partial_update(self, request: Request, name: str) -> Response:
         return self._update(request, name, partial=True)
 
@@ -53,12 +54,12 @@ class SavedQueryViewSet(viewsets.ViewSet):
         query = services.query_update(query=query, changes=body.validated_data)
         return Response(SavedQuerySerializer(query).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, **errors(404)})
     def destroy(self, request: Request, name: str) -> Response:
         services.query_delete(query=services.query_get(name=name))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(request=QueryReplaySerializer, responses={201: RunSerializer})
+    @extend_schema(request=QueryReplaySerializer, responses={201: RunSerializer, **errors(404)})
     @action(detail=True, methods=["post"])
     def run(self, request: Request, name: str) -> Response:
         query = services.query_get(name=name)

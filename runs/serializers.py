@@ -6,7 +6,7 @@ from urllib.parse import unquote, urlsplit
 
 from django.conf import settings
 from drf_spectacular.extensions import OpenApiSerializerFieldExtension
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from jsonschema import SchemaError, validators
 from rest_framework import serializers
 
@@ -17,7 +17,7 @@ from runs.engine.netpolicy import Refused, literal_private_host, parse_ipv4
 from runs.models import Batch, Run, Step
 from runs.resources import network_policy, screenshot_url
 from service.kernel.errors import ServiceError
-from service.kernel.serializers import StrictSerializer, name_field
+from service.kernel.serializers import StrictSerializer, document_shape, name_field
 
 URL_MAX_LENGTH = 2048
 # What a browser refuses in a host name (the WHATWG URL standard's forbidden domain code points, '%' aside: a host
@@ -100,6 +100,7 @@ class PageUrlField(serializers.CharField):
     say that it is too long."""
 
     def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", "An http:// or https:// URL.")
         super().__init__(max_length=URL_MAX_LENGTH + 1, **kwargs)
 
 
@@ -141,12 +142,20 @@ def state_errors(attrs: dict) -> dict[str, list[str]]:
 
 
 class OptionsSerializer(StrictSerializer):
-    mainContent = serializers.BooleanField(default=True)
+    mainContent = serializers.BooleanField(
+        default=True, help_text="Only the main content (no navigation, footers, ads); false: the whole page."
+    )
     render = serializers.ChoiceField(choices=["auto", "browser", "http"], default="auto")
     timeoutMs = TimeoutMsField(default=60_000)
     maxSteps = serializers.IntegerField(min_value=1, max_value=200, default=25)
     screenshots = serializers.BooleanField(default=True)
-    waitFor = serializers.CharField(max_length=500, required=False, allow_null=True, allow_blank=False)
+    waitFor = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_null=True,
+        allow_blank=False,
+        help_text="A CSS selector to wait for before the page is read (browser only).",
+    )
     model = serializers.CharField(max_length=200, required=False, help_text="Model name for this run only.")
     outputSchema = JsonSchemaField(required=False, help_text="Agent runs: a JSON schema for the output.")
 
@@ -167,15 +176,21 @@ KIND_FIELDS = {
 class RunSpecSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=Run.Kind.choices)
     url = PageUrlField(validators=[validate_target_url])
-    schema = JsonSchemaField(required=False)
-    instruction = serializers.CharField(required=False, max_length=10_000, allow_blank=True)
-    goal = serializers.CharField(required=False, max_length=10_000)
+    schema = JsonSchemaField(required=False, help_text="Extract runs: a JSON schema for the result.")
+    instruction = serializers.CharField(
+        required=False, max_length=10_000, allow_blank=True, help_text="Extract runs: what to extract, in plain words."
+    )
+    goal = serializers.CharField(
+        required=False, max_length=10_000, help_text="Agent runs: what the agent should achieve or find out."
+    )
     cred = name_field("credential", required=False)
-    saveProfile = name_field("profile", required=False)
+    saveProfile = name_field(
+        "profile", required=False, help_text="Agent runs: save the browser session as this profile at the end."
+    )
     overwriteProfile = serializers.BooleanField(
         required=False, help_text="Replace the profile named by saveProfile if it exists (else the run is refused)."
     )
-    profile = name_field("profile", required=False)
+    profile = name_field("profile", required=False, help_text="Start from this stored login profile.")
     storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
     options = OptionsSerializer(required=False)
 
@@ -229,8 +244,48 @@ class RunSpecSerializer(StrictSerializer):
         return attrs
 
 
+# What each kind of run needs besides kind and url (RunSpecSerializer.validate says so too).
+KIND_REQUIRED = {"fetch": (), "extract": ("schema",), "agent": ("goal",)}
+
+
+def kind_spec_shape(kind: str) -> type[RunSpecSerializer]:
+    """A run spec of one kind as the OpenAPI document shows it: only its kind's fields, the ones it needs required."""
+    return document_shape(
+        RunSpecSerializer,
+        f"{kind.capitalize()}RunSpec",
+        drop=set().union(*KIND_FIELDS.values()) - KIND_FIELDS[kind],
+        require=KIND_REQUIRED[kind],
+        replace={"kind": lambda: serializers.ChoiceField(choices=[kind])},
+    )
+
+
+# The run spec in the OpenAPI document: one shape per kind, told apart by `kind`.
+RUN_SPEC = PolymorphicProxySerializer(
+    component_name="RunSpec",
+    serializers={kind: kind_spec_shape(kind) for kind in KIND_FIELDS},
+    resource_type_field_name="kind",
+)
+
+
+class RunSpecsField(serializers.ListField):
+    """A batch's run specs, each read by RunSpecSerializer (BatchSubmitSerializer.validate_runs)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(child=serializers.JSONField(allow_null=True), min_length=1, **kwargs)
+
+
+class RunSpecsSchema(OpenApiSerializerFieldExtension):
+    """Run specs, at most BATCH_MAX_RUNS of them (the one this service runs with)."""
+
+    target_class = "runs.serializers.RunSpecsField"
+
+    def map_serializer_field(self, auto_schema, direction):
+        spec = auto_schema.resolve_serializer(RUN_SPEC, direction)
+        return {"type": "array", "items": spec.ref, "minItems": 1, "maxItems": settings.BATCH_MAX_RUNS}
+
+
 class BatchSubmitSerializer(StrictSerializer):
-    runs = serializers.ListField(child=serializers.JSONField(allow_null=True), min_length=1)
+    runs = RunSpecsField()
 
     def validate_runs_count(self, specs: list) -> None:
         if len(specs) > settings.BATCH_MAX_RUNS:
@@ -282,7 +337,51 @@ class BatchSerializer(serializers.ModelSerializer):
         return sum(self.get_counts(batch).values())
 
 
+class RunErrorSerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="Stable, machine-readable (the README lists them).")
+    message = serializers.CharField()
+
+
+class DriftSerializer(serializers.Serializer):
+    """A saved-query replay's result against the last successful one (runs/drift.py)."""
+
+    comparedWith = serializers.UUIDField(allow_null=True)
+    changed = serializers.ListField(child=serializers.CharField(), help_text="Fields with another value now.")
+    emptied = serializers.ListField(child=serializers.CharField(), help_text="Fields that had a value and now do not.")
+    appeared = serializers.ListField(child=serializers.CharField(), help_text="Fields that now have a value.")
+
+
+class UsageSerializer(serializers.Serializer):
+    inputTokens = serializers.IntegerField(required=False)
+    outputTokens = serializers.IntegerField(required=False)
+    browserMs = serializers.IntegerField(required=False)
+
+
+@extend_schema_field(RunSpecSerializer)
+class StoredSpecField(serializers.JSONField):
+    """The spec a run was submitted with, as checked (options filled in)."""
+
+
+@extend_schema_field(RunErrorSerializer(allow_null=True))
+class RunErrorField(serializers.JSONField):
+    pass
+
+
+@extend_schema_field(DriftSerializer(allow_null=True))
+class DriftField(serializers.JSONField):
+    pass
+
+
+@extend_schema_field(UsageSerializer)
+class UsageField(serializers.JSONField):
+    pass
+
+
 class RunSerializer(serializers.ModelSerializer):
+    spec = StoredSpecField()
+    error = RunErrorField(allow_null=True)
+    drift = DriftField(allow_null=True)
+    usage = UsageField()
     stepCount = serializers.IntegerField(source="step_count", read_only=True, default=0)
     createdAt = serializers.DateTimeField(source="created_at")
     startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
@@ -396,15 +495,22 @@ class ExportParamsSerializer(RunFilterSerializer):
 class FetchRequestSerializer(StrictSerializer):
     # Refused addresses are answered by the fetch itself (400 url_not_allowed), not as a validation error.
     url = PageUrlField(validators=[validate_url_shape])
-    mainContent = serializers.BooleanField(default=True)
+    mainContent = serializers.BooleanField(
+        default=True, help_text="Only the main content (no navigation, footers, ads); false: the whole page."
+    )
     render = serializers.ChoiceField(
         choices=["auto", "browser", "http"],
         default="auto",
         help_text="http: plain HTTP only; browser: Chromium; auto: plain HTTP, then Chromium for JavaScript shells.",
     )
     timeoutMs = TimeoutMsField(default=30_000)
-    waitFor = serializers.CharField(max_length=500, required=False, allow_blank=False)
-    profile = name_field("profile", required=False)
+    waitFor = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=False,
+        help_text="A CSS selector to wait for before the page is read (browser only).",
+    )
+    profile = name_field("profile", required=False, help_text="Load the page with this stored login profile.")
     storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
     persist = serializers.BooleanField(default=False, help_text="Also keep it as a fetch run (in history).")
 
@@ -445,10 +551,12 @@ class FetchResponseSerializer(serializers.Serializer):
 
 
 class SearchRequestSerializer(StrictSerializer):
-    query = serializers.CharField(max_length=1000)
-    limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+    query = serializers.CharField(max_length=1000, help_text="What to search for.")
+    limit = serializers.IntegerField(min_value=1, max_value=50, default=10, help_text="How many results.")
     fetch = serializers.BooleanField(default=False, help_text="Also fetch every result as Markdown, in parallel.")
-    mainContent = serializers.BooleanField(default=True)
+    mainContent = serializers.BooleanField(
+        default=True, help_text="Only the main content (no navigation, footers, ads); false: the whole page."
+    )
     categories = serializers.CharField(max_length=200, required=False, help_text="SearXNG categories, e.g. news")
     language = serializers.CharField(max_length=20, required=False, help_text="e.g. en, de-CH")
     timeRange = serializers.ChoiceField(choices=["day", "week", "month", "year"], required=False)

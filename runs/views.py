@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 from runs import direct, export, resources, services
 from runs.models import Batch, Run
 from runs.serializers import (
+    RUN_SPEC,
     RUNS_PAGE_DEFAULT,
     RUNS_PAGE_MAX,
     BatchCreatedSerializer,
@@ -32,11 +33,11 @@ from runs.serializers import (
     RunFilterSerializer,
     RunListParamsSerializer,
     RunSerializer,
-    RunSpecSerializer,
     SearchRequestSerializer,
     SearchResponseSerializer,
 )
 from service.kernel.errors import ServiceError
+from service.kernel.openapi import errors
 
 
 def is_uuid(value: str) -> bool:
@@ -90,23 +91,27 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def get_serializer_class(self):
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
+    @extend_schema(responses={200: RunDetailSerializer, **errors(404)})
+    def retrieve(self, request: Request, *args, **kwargs) -> Response:
+        return super().retrieve(request, *args, **kwargs)
+
     @extend_schema(parameters=[RunFilterSerializer])
     def list(self, request: Request, *args, **kwargs) -> Response:
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(request=RunSpecSerializer, responses={201: RunSerializer})
+    @extend_schema(request=RUN_SPEC, responses={201: RunSerializer})
     def create(self, request: Request) -> Response:
         run = services.run_submit(spec=request.data)
         run.step_count = 0
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=None, responses={200: RunSerializer})
+    @extend_schema(request=None, responses={200: RunSerializer, **errors(404, 409)})
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         run = services.run_cancel(run=self.get_object())
         return Response(RunSerializer(self.get_queryset().get(pk=run.pk)).data)
 
-    @extend_schema(responses={(200, "image/jpeg"): bytes})
+    @extend_schema(responses={(200, "image/jpeg"): bytes, **errors(404)})
     @action(detail=True, methods=["get"], url_path=r"steps/(?P<index>\d+)/screenshot")
     def screenshot(self, request: Request, pk: str | None = None, index: str | None = None) -> FileResponse:
         run = self.get_object()
@@ -124,6 +129,10 @@ class BatchViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
 
     queryset = Batch.objects.all()
     serializer_class = BatchSerializer
+
+    @extend_schema(responses={200: BatchSerializer, **errors(404)})
+    def retrieve(self, request: Request, *args, **kwargs) -> Response:
+        return super().retrieve(request, *args, **kwargs)
 
     def get_object(self) -> Batch:
         batch = Batch.objects.filter(pk=self.kwargs["pk"]).first() if is_uuid(self.kwargs["pk"]) else None
@@ -167,7 +176,7 @@ class ExportView(APIView):
 class FetchView(APIView):
     """A page as Markdown, now (not kept as a run unless persist is true)."""
 
-    @extend_schema(request=FetchRequestSerializer, responses={200: FetchResponseSerializer})
+    @extend_schema(request=FetchRequestSerializer, responses={200: FetchResponseSerializer, **errors(502, 504)})
     def post(self, request: Request) -> Response:
         return Response(direct.fetch_page(request.data))
 
@@ -175,6 +184,6 @@ class FetchView(APIView):
 class SearchView(APIView):
     """Web search through SearXNG, optionally with every result's page as Markdown."""
 
-    @extend_schema(request=SearchRequestSerializer, responses={200: SearchResponseSerializer})
+    @extend_schema(request=SearchRequestSerializer, responses={200: SearchResponseSerializer, **errors(502, 503)})
     def post(self, request: Request) -> Response:
         return Response({"results": direct.search(request.data)})

@@ -195,7 +195,7 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "service.kernel.errors.exception_handler",
     # API_RATE_LIMIT requests per minute per API key (0 = no limit); over it: 429 with Retry-After.
     "DEFAULT_THROTTLE_CLASSES": ["service.kernel.auth.PerKeyRateThrottle"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "service.kernel.openapi.ServiceAutoSchema",
     # ?format= is GET /api/export's own parameter, not DRF's renderer override (which would 404 format=csv).
     "URL_FORMAT_OVERRIDE": None,
     "UNAUTHENTICATED_USER": None,
@@ -208,9 +208,16 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Names for the choice sets several components share (drf-spectacular names the others after their component).
+    "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
+    "ENUM_NAME_OVERRIDES": {
+        "RunKindEnum": "runs.models.Run.Kind",
+        "RunStatusEnum": "runs.models.Run.Status",
+        "RenderEnum": ["auto", "browser", "http"],
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "service.openapi.error_responses",
+        "service.openapi.add_links",
     ],
 }
 

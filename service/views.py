@@ -28,6 +28,7 @@ from service.kernel.auth import (
     sign_in_wait,
 )
 from service.kernel.errors import ServiceError
+from service.kernel.openapi import errors
 from service.kernel.serializers import StrictSerializer
 
 
@@ -145,7 +146,7 @@ class SessionView(APIView):
         holder = session_holder(request.session)
         return Response({"signedIn": holder is not None, "keyName": holder.key_name if holder else None})
 
-    @extend_schema(request=SignInSerializer, responses=SessionSerializer)
+    @extend_schema(request=SignInSerializer, responses={200: SessionSerializer, **errors(401, 403, 429)})
     def post(self, request: Request) -> Response:
         refuse_foreign_origin(request)  # no page elsewhere signs this browser in
         # Nor a page whose origin the browser did not send: the sign-in echoes the CSRF cookie GET /api/session set
@@ -170,7 +171,7 @@ class SessionView(APIView):
         get_token(request)
         return Response({"signedIn": True, "keyName": holder.key_name})
 
-    @extend_schema(request=None, responses={200: SessionSerializer})
+    @extend_schema(request=None, responses={200: SessionSerializer, **errors(403)})
     def delete(self, request: Request) -> Response:
         if session_holder(request.session) is not None:
             refuse_foreign_origin(request)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
@@ -42,3 +42,34 @@ class StrictRequestBody(OpenApiSerializerExtension):
         if direction == "request":
             schema["additionalProperties"] = False
         return schema
+
+
+def document_shape(
+    base: type[serializers.Serializer],
+    name: str,
+    *,
+    keep: set[str] | None = None,
+    drop: set[str] = frozenset(),
+    require: tuple[str, ...] = (),
+    replace: Mapping[str, Callable[[], serializers.Field]] | None = None,
+) -> type[serializers.Serializer]:
+    """One shape of what `base` reads, for the OpenAPI document: what its validate() says across fields (a field
+    that goes with another kind, a field one case requires), said as a schema of its own. `name` names the
+    component; `keep` or `drop` choose the fields, `require` makes some required and `replace` swaps some for
+    fields its callables build (fields are built fresh each time, so the base is never changed). The base still
+    does the validating."""
+
+    class Shape(base):
+        def get_fields(self):
+            fields = {
+                field_name: field
+                for field_name, field in super().get_fields().items()
+                if field_name not in drop and (keep is None or field_name in keep)
+            }
+            fields.update({field_name: make() for field_name, make in (replace or {}).items()})
+            for field_name in require:
+                fields[field_name].required = True
+            return fields
+
+    Shape.__name__ = Shape.__qualname__ = f"{name}Serializer"
+    return Shape

@@ -19,6 +19,11 @@ from service.mcp.tools import TOOLS, error_result, fields_message, in_thread
 log = logging.getLogger(__name__)
 
 
+# Checks the tools' serializers make again and say better: a pattern in words ("Only http:// and https:// URLs
+# can be fetched.") rather than as a regular expression.
+SAID_BY_THE_SERVICE = ("required", "additionalProperties", "pattern")
+
+
 def _argument_problems(schema: dict, arguments: dict) -> dict[str, list[str]]:
     """What is wrong with the arguments, by field; missing and unknown fields in the API's words."""
     problems: dict[str, list[str]] = {}
@@ -28,7 +33,7 @@ def _argument_problems(schema: dict, arguments: dict) -> dict[str, list[str]]:
     for name in sorted(set(arguments) - set(schema["properties"])):
         problems[name] = ["This field is not allowed."]
     for error in Draft202012Validator(schema).iter_errors(arguments):
-        if error.validator not in ("required", "additionalProperties"):
+        if error.validator not in SAID_BY_THE_SERVICE:
             name = ".".join(str(part) for part in error.absolute_path) or "arguments"
             problems.setdefault(name, []).append(error.message + ".")
     return problems

@@ -4,6 +4,7 @@ event loop: under daphne the loop serves the whole API."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 import uuid
@@ -23,6 +24,7 @@ from runs.models import Run
 from runs.serializers import RunDetailSerializer
 from runs.services import run_submit, run_wait
 from service.kernel.errors import ServiceError
+from service.mcp.inputs import api_fields
 
 DEFAULT_WAIT_SECONDS = 120
 # The SDK client gives up reading a response after 300 s by default; a longer wait would outlive it.
@@ -108,16 +110,20 @@ class Tool:
     name: str
     title: str
     description: str
-    input_schema: dict
+    inputs: Callable[[], dict]  # builds the input schema (from the API's components: service/mcp/inputs.py)
     call: Callable[[dict], Awaitable[types.CallToolResult]]
     annotations: types.ToolAnnotations
+
+    @functools.cached_property
+    def input_schema(self) -> dict:
+        return self.inputs()
 
 
 def _object(properties: dict, required: tuple[str, ...] = ()) -> dict:
     return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
 
 
-URL = {"type": "string", "description": "An http:// or https:// URL."}
+RUN_ID = {"type": "string", "format": "uuid", "description": "The run's id (a UUID)."}
 WAIT = {
     "type": "number",
     "minimum": 1,
@@ -211,11 +217,16 @@ TOOLS: dict[str, Tool] = {
             name="run_saved_query",
             title="Run a saved query",
             description=RUN_SAVED_QUERY,
-            input_schema=_object(
+            inputs=lambda: _object(
                 {
-                    "name": {"type": "string", "description": "The saved query's name (see the list above)."},
-                    "url": {**URL, "description": "Run the query on this page instead of its stored URL."},
-                    "instruction": {"type": "string", "description": "Replace the stored instruction for this run."},
+                    **api_fields("QueryFromRunRequest", "name", name="The saved query's name (see the list above)."),
+                    **api_fields(
+                        "QueryReplayRequest",
+                        "url",
+                        "instruction",
+                        url="Run the query on this page instead of its stored URL.",
+                        instruction="Replace the stored instruction for this run.",
+                    ),
                     "timeoutSeconds": WAIT,
                 },
                 required=("name",),
@@ -229,7 +240,7 @@ TOOLS: dict[str, Tool] = {
             description=(
                 "List the saved queries: name, url, JSON schema, instruction, how often each ran and when last."
             ),
-            input_schema=_object({}),
+            inputs=lambda: _object({}),
             call=list_saved_queries,
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         ),
@@ -240,7 +251,7 @@ TOOLS: dict[str, Tool] = {
                 "A run with its status, result or error, usage and its complete trace of steps (action, url, "
                 "observation, screenshot path). Use it to follow a run by the id another tool returned."
             ),
-            input_schema=_object({"runId": {"type": "string", "description": "The run's id (a UUID)."}}, ("runId",)),
+            inputs=lambda: _object({"runId": RUN_ID}, ("runId",)),
             call=get_run,
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         ),
@@ -251,24 +262,8 @@ TOOLS: dict[str, Tool] = {
                 "Load a web page now and return it as clean Markdown (the text content), with its title, final URL, "
                 "HTTP status and links as structured content. Plain HTTP first, a real browser for JavaScript pages."
             ),
-            input_schema=_object(
-                {
-                    "url": URL,
-                    "mainContent": {
-                        "type": "boolean",
-                        "default": True,
-                        "description": "Only the main content (no navigation, footers, ads).",
-                    },
-                    "render": {
-                        "type": "string",
-                        "enum": ["auto", "browser", "http"],
-                        "default": "auto",
-                        "description": "http: plain HTTP only; browser: Chromium; auto: HTTP, Chromium if needed.",
-                    },
-                    "timeoutMs": {"type": "integer", "minimum": 1000, "default": 30000},
-                    "waitFor": {"type": "string", "description": "A CSS selector to wait for (browser only)."},
-                    "profile": {"type": "string", "description": "A stored login profile to load the page with."},
-                },
+            inputs=lambda: _object(
+                api_fields("FetchRequestRequest", "url", "mainContent", "render", "timeoutMs", "waitFor", "profile"),
                 required=("url",),
             ),
             call=fetch_markdown,
@@ -281,14 +276,8 @@ TOOLS: dict[str, Tool] = {
                 "Search the web (through the service's SearXNG) and return title, url, snippet and engine of each "
                 "result. With fetch: true, every result also carries its page as Markdown."
             ),
-            input_schema=_object(
-                {
-                    "query": {"type": "string", "description": "What to search for."},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 10},
-                    "fetch": {"type": "boolean", "default": False, "description": "Also fetch each result page."},
-                    "language": {"type": "string", "description": "A language code, e.g. en or de-CH."},
-                    "timeRange": {"type": "string", "enum": ["day", "week", "month", "year"]},
-                },
+            inputs=lambda: _object(
+                api_fields("SearchRequestRequest", "query", "limit", "fetch", "language", "timeRange"),
                 required=("query",),
             ),
             call=search_web,
@@ -302,13 +291,8 @@ TOOLS: dict[str, Tool] = {
                 "Fields with an x-selector (a CSS selector) are read without a language model; other fields need "
                 "the service's model. Waits for the run and returns its result and run id."
             ),
-            input_schema=_object(
-                {
-                    "url": URL,
-                    "schema": {"type": "object", "description": "A JSON schema for the result."},
-                    "instruction": {"type": "string", "description": "What to extract, in plain words."},
-                    "timeoutSeconds": WAIT,
-                },
+            inputs=lambda: _object(
+                {**api_fields("ExtractRunSpecRequest", "url", "schema", "instruction"), "timeoutSeconds": WAIT},
                 required=("url", "schema"),
             ),
             call=extract,
@@ -321,17 +305,18 @@ TOOLS: dict[str, Tool] = {
                 "Start an agent run: a language model drives a real browser from url toward a goal (clicks, typing, "
                 "navigation) and returns its output. Returns the run id at once; follow it with get_run."
             ),
-            input_schema=_object(
+            inputs=lambda: _object(
                 {
-                    "url": {**URL, "description": "Where the agent starts."},
-                    "goal": {"type": "string", "description": "What the agent should achieve or find out."},
-                    "profile": {"type": "string", "description": "Start from this stored login profile."},
-                    "saveProfile": {"type": "string", "description": "Save the browser session as this profile."},
-                    "overwriteProfile": {
-                        "type": "boolean",
-                        "description": "Replace the saveProfile profile if it exists (else the run is refused).",
-                    },
-                    "maxSteps": {"type": "integer", "minimum": 1, "maximum": 200, "default": 25},
+                    **api_fields(
+                        "AgentRunSpecRequest",
+                        "url",
+                        "goal",
+                        "profile",
+                        "saveProfile",
+                        "overwriteProfile",
+                        url="Where the agent starts.",
+                    ),
+                    **api_fields("OptionsRequest", "maxSteps"),
                 },
                 required=("url", "goal"),
             ),

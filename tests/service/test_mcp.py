@@ -214,6 +214,34 @@ def test_the_saved_query_list_follows_the_database(service, site):
     run_async(session)
 
 
+def test_tool_arguments_are_the_apis_fields_with_its_limits_and_words(service):
+    """A tool argument that is an API field is described and bounded as /api/schema says, by the service's own
+    configuration (here a lower timeout ceiling); a value past a limit is refused before anything runs."""
+    api = service.get("/api/schema").json()["components"]["schemas"]
+
+    async def session() -> None:
+        async with over_stdio(service, RUN_TIMEOUT_MAX_MS="45000") as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            fetch = tools["fetch_markdown"].input_schema["properties"]
+            assert fetch["timeoutMs"]["maximum"] == 45_000
+            assert (
+                fetch["mainContent"]["description"]
+                == api["FetchRequestRequest"]["properties"]["mainContent"]["description"]
+            )
+            assert fetch["render"]["enum"] == ["auto", "browser", "http"]
+            agent = tools["start_agent"].input_schema["properties"]
+            assert agent["saveProfile"]["pattern"] == api["AgentRunSpecRequest"]["properties"]["saveProfile"]["pattern"]
+            assert agent["maxSteps"]["maximum"] == api["OptionsRequest"]["properties"]["maxSteps"]["maximum"]
+
+            refused = await client.call_tool("fetch_markdown", {"url": "http://127.0.0.1:9/", "timeoutMs": 50_000})
+            assert refused.is_error
+            assert [block.text for block in refused.content] == [
+                "invalid_arguments: timeoutMs: 50000 is greater than the maximum of 45000."
+            ]
+
+    run_async(session)
+
+
 def test_the_other_tools_over_stdio(service, site):
     async def session(searxng: FakeSearxng) -> None:
         async with over_stdio(service, SEARXNG_URL=searxng.base_url) as client:
