@@ -21,7 +21,6 @@ from runs import services
 from runs.models import Event, Run
 from runs.serializers import RunDetailSerializer
 from runs.stream import GapGuard, needs_gap_guard, read_events
-from service.kernel import cli
 from service.kernel.cli import CliCommand, first_line, positive_int, printable
 from service.kernel.errors import ServiceError
 
@@ -64,11 +63,6 @@ def drift_line(drift: dict | None) -> str | None:
         return None
     parts = [f"{key} {', '.join(drift[key])}" for key in ("changed", "emptied", "appeared") if drift.get(key)]
     return f"drift since run {drift.get('comparedWith')}: {'; '.join(parts)}" if parts else None
-
-
-def problems_line(errors: object, names: dict[str, str] | None = None) -> str:
-    """Validation errors as one line naming the run options (OPTION_NAMES) and the command's own (names)."""
-    return cli.problems_line(errors, {**OPTION_NAMES, **(names or {})})
 
 
 class RunCommand(CliCommand):

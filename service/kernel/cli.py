@@ -61,7 +61,8 @@ API_NAME_IN_TEXT = re.compile(r"\b[a-z]+(?:[A-Z][a-z]+)+\b")
 
 
 def problems_line(errors: object, names: dict[str, str] | None = None) -> str:
-    """Validation errors as one line naming the options the user typed, in the label and in the message."""
+    """Validation errors as one line naming the options the user typed, in the label and in the message: names maps
+    API field names to the command's options (a command's option_names; a run command's include the run options)."""
     names = names or {}
 
     def as_option(match: re.Match) -> str:

@@ -16,7 +16,7 @@ from runs.engine.fetch import fetch
 from runs.engine.netpolicy import NetworkPolicy
 from runs.engine.spec import FetchOptions, FetchSpec
 from tests.engine.recorder import ListRecorder
-from tests.runs.test_guard_dns import FakeDns
+from tests.fake_dns import FakeDns
 
 TEXT = "The council approved the new bridge after a long debate about its cost and the river's wildlife."
 

@@ -3,9 +3,9 @@ safety": the guard "resolves the host itself, refuses forbidden addresses and co
 ... DNS names that change their answer are covered too").
 
 A real DNS server on 127.0.0.1 (UDP, RFC 1035 wire format) answers the guard's lookups, given to the policy as its
-nameserver. One port number is served twice on loopback: 127.0.0.2:<port> is allowlisted and stands for a public
-site, 127.0.0.1:<port> is the private address a rebinding name tries to reach. Whatever the DNS says, the private
-listener must see no request.
+nameserver, with a TTL of 0: nothing may be kept. One port number is served twice on loopback: 127.0.0.2:<port> is
+allowlisted and stands for a public site, 127.0.0.1:<port> is the private address a rebinding name tries to reach.
+Whatever the DNS says, the private listener must see no request.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from runs.engine.fetch import fetch
 from runs.engine.netpolicy import NetworkPolicy, Refused
 from runs.engine.resolver import LOOKUP_TIMEOUT_S
 from runs.engine.spec import EngineError, FetchOptions, FetchSpec, NullRecorder
+from tests.fake_dns import A, FakeDns
 
 PUBLIC, PRIVATE = "127.0.0.2", "127.0.0.1"
 LOOKUP_MARGIN_S = 3.0
@@ -28,60 +29,6 @@ PUBLIC_PAGE = """<!doctype html><html><head><title>Public</title></head><body><m
 <p>Served from the allowlisted address, standing in for a public site.</p>
 <img src="/pixel.png"><iframe src="/frame"></iframe><script>fetch('/data.json').catch(() => 0)</script>
 </main></body></html>"""
-
-
-class FakeDns:
-    """A DNS server on 127.0.0.1: the n-th A query for a name gets the IPv4 addresses of the n-th entry of its script
-    (the last one repeats), the n-th AAAA query the IPv6 addresses of that entry (a lookup asks both at once, in
-    either order). Unknown names: NXDOMAIN. Answers have a TTL of 0: nothing may be kept."""
-
-    def __init__(self) -> None:
-        self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.socket.bind(("127.0.0.1", 0))
-        self.port = self.socket.getsockname()[1]
-        self.scripts: dict[str, list[list[str]]] = {}
-        self.lookups: dict[str, int] = {}
-        self.v6_lookups: dict[str, int] = {}
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def answer(self, name: str, *script: list[str]) -> None:
-        self.scripts[name] = list(script)
-        self.lookups[name] = self.v6_lookups[name] = 0
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                query, client = self.socket.recvfrom(4096)
-            except OSError:
-                return
-            self.socket.sendto(self._reply(query), client)
-
-    def _reply(self, query: bytes) -> bytes:
-        query_id = query[:2]
-        labels, offset = [], 12
-        while query[offset]:
-            labels.append(query[offset + 1 : offset + 1 + query[offset]].decode())
-            offset += 1 + query[offset]
-        question = query[12 : offset + 5]
-        kind = struct.unpack("!H", query[offset + 1 : offset + 3])[0]
-        name = ".".join(labels).lower()
-        script = self.scripts.get(name)
-        if script is None:
-            return query_id + struct.pack("!HHHHH", 0x8183, 1, 0, 0, 0) + question
-        counts = self.lookups if kind == 1 else self.v6_lookups
-        counts[name] += 1
-        addresses = script[min(counts[name], len(script)) - 1]
-        records = b""
-        count = 0
-        for address in addresses:
-            family = socket.AF_INET6 if ":" in address else socket.AF_INET
-            record_type = 28 if family == socket.AF_INET6 else 1
-            if record_type != kind:
-                continue
-            data = socket.inet_pton(family, address)
-            records += struct.pack("!HHHIH", 0xC00C, record_type, 1, 0, len(data)) + data
-            count += 1
-        return query_id + struct.pack("!HHHHH", 0x8180, 1, count, 0, 0) + question + records
 
 
 class Listener:
@@ -130,7 +77,7 @@ def world():
     yield dns, public, private
     public.close()
     private.close()
-    dns.socket.close()
+    dns.close()
 
 
 @pytest.fixture
@@ -152,7 +99,7 @@ def private(world):
 
 
 def policy(dns: FakeDns, public: Listener) -> NetworkPolicy:
-    return NetworkPolicy(allowlist=(f"{PUBLIC}:{public.port}",), nameservers=(f"127.0.0.1:{dns.port}",))
+    return NetworkPolicy(allowlist=(f"{PUBLIC}:{public.port}",), nameservers=(dns.nameserver,))
 
 
 def load(dns: FakeDns, public: Listener, name: str, render: str, browser) -> dict:
@@ -173,12 +120,12 @@ def refusal(name: str, address: str) -> str:
 
 @pytest.mark.parametrize("render", ["browser", "http"])
 def test_a_name_that_stays_on_the_allowed_address_loads_through_the_guard(dns, public, private, browser, render):
-    dns.answer("steady.test", [PUBLIC])
+    dns.answer("steady.test", [PUBLIC], ttl=0)
     page = load(dns, public, "steady.test", render, browser)
     assert (page["status"], page["title"], page["finalUrl"]) == (200, "Public", f"http://steady.test:{public.port}/")
     assert "Public page" in page["markdown"]
     assert public.hits[0] == "/" and private.hits == []
-    assert dns.lookups["steady.test"] >= 2  # the URL check, then the guard itself at connection time
+    assert dns.asked("steady.test", A) >= 2  # the URL check, then the guard itself at connection time
 
 
 @pytest.mark.parametrize("render", ["browser", "http"])
@@ -209,25 +156,25 @@ def test_a_name_that_stays_on_the_allowed_address_loads_through_the_guard(dns, p
 def test_a_name_that_answers_a_private_address_at_any_lookup_is_refused(
     dns, public, private, browser, render, script, refused
 ):
-    dns.answer("rebind.test", *script)
+    dns.answer("rebind.test", *script, ttl=0)
     with pytest.raises(EngineError) as failed:
         load(dns, public, "rebind.test", render, browser)
     assert (failed.value.code, failed.value.message) == ("url_not_allowed", refusal("rebind.test", refused))
     assert private.hits == []
     assert public.hits == []  # refused before any byte went anywhere
     # Every step of the script was asked for (Chromium may then ask again, for its favicon: refused too).
-    assert dns.lookups["rebind.test"] >= len(script)
+    assert dns.asked("rebind.test", A) >= len(script)
 
 
 def test_a_name_that_turns_private_while_the_page_loads_reaches_nothing_private(dns, public, private, browser):
     # The URL check and the page's own connection see the public address; every later lookup (the page's image,
     # frame and fetch, each a connection of its own through the guard) answers the private one.
-    dns.answer("rebind.test", [PUBLIC], [PUBLIC], [PRIVATE])
+    dns.answer("rebind.test", [PUBLIC], [PUBLIC], [PRIVATE], ttl=0)
     page = load(dns, public, "rebind.test", "browser", browser)
     assert (page["status"], page["title"]) == (200, "Public")
     assert public.hits == ["/"]
     assert private.hits == []
-    assert dns.lookups["rebind.test"] >= 3, "the page's subresources were looked up again, and refused"
+    assert dns.asked("rebind.test", A) >= 3, "the page's subresources were looked up again, and refused"
 
 
 class MisbehavingDns:

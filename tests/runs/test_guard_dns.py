@@ -10,15 +10,11 @@ network's resolver; it counts every query it gets, and can lose the first query 
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import os
-import socket
-import struct
 import threading
 import time
 import uuid
-from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import dns.nameserver
@@ -29,9 +25,9 @@ from runs.engine.fetch import fetch
 from runs.engine.netpolicy import NetworkPolicy, Refused
 from runs.engine.resolver import LOOKUP_TIMEOUT_S, Resolver
 from runs.engine.spec import FetchOptions, FetchSpec, NullRecorder
+from tests.fake_dns import AAAA, A, FakeDns
 from tests.live import LiveService
 
-A, AAAA = 1, 28
 # The issue's acceptance bound: a page whose 20 hosts do not resolve, on a resolver that loses a query for each,
 # is read within 2 s (the old getaddrinfo path waited 5 s for every lost query).
 PAGE_WITHIN_S = 2.0
@@ -41,84 +37,6 @@ LOOKUP_WITHIN_S = 2.0
 def unique(label: str) -> str:
     """A name no earlier test (nor an earlier run in this process) asked for: the resolver's caches cannot help."""
     return f"{label}-{uuid.uuid4().hex[:12]}.test"
-
-
-class FakeDns:
-    """A DNS server on 127.0.0.1 that counts every query it gets per (name, type), lost ones too.
-
-    answer(name, addresses, ttl, delay): the A and AAAA records of name (a type with no address gets an empty
-    NOERROR answer), with that TTL, sent `delay` seconds after the query. Other names: NXDOMAIN.
-    lossy: the first query for each name and type gets no answer at all, like a resolver that lost it.
-    silent: the record types (A, AAAA) whose queries never get an answer."""
-
-    def __init__(self, *, lossy: bool = False, silent: tuple[int, ...] = ()) -> None:
-        self.lossy = lossy
-        self.silent = silent
-        self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.socket.bind(("127.0.0.1", 0))
-        self.port = self.socket.getsockname()[1]
-        self.records: dict[str, tuple[list[str], int, float]] = {}
-        self.queries: Counter[tuple[str, int]] = Counter()
-        self._lock = threading.Lock()
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    @property
-    def nameserver(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def answer(self, name: str, addresses: list[str], *, ttl: int = 60, delay: float = 0.0) -> None:
-        self.records[name] = (addresses, ttl, delay)
-
-    def asked(self, name: str, kind: int = A) -> int:
-        with self._lock:
-            return self.queries[(name, kind)]
-
-    def close(self) -> None:
-        self.socket.close()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                query, client = self.socket.recvfrom(4096)
-            except OSError:
-                return
-            name, kind, question = _question(query)
-            with self._lock:
-                self.queries[(name, kind)] += 1
-                first = self.queries[(name, kind)] == 1
-            if (self.lossy and first) or kind in self.silent:
-                continue
-            addresses, ttl, delay = self.records.get(name, (None, 0, 0.0))
-            reply = _reply(query[:2], question, kind, addresses, ttl)
-            if delay:
-                threading.Timer(delay, self._send, (reply, client)).start()
-            else:
-                self._send(reply, client)
-
-    def _send(self, reply: bytes, client) -> None:
-        with contextlib.suppress(OSError):  # closed meanwhile
-            self.socket.sendto(reply, client)
-
-
-def _question(query: bytes) -> tuple[str, int, bytes]:
-    labels, offset = [], 12
-    while query[offset]:
-        labels.append(query[offset + 1 : offset + 1 + query[offset]].decode())
-        offset += 1 + query[offset]
-    kind = struct.unpack("!H", query[offset + 1 : offset + 3])[0]
-    return ".".join(labels).lower(), kind, query[12 : offset + 5]
-
-
-def _reply(query_id: bytes, question: bytes, kind: int, addresses: list[str] | None, ttl: int) -> bytes:
-    if addresses is None:
-        return query_id + struct.pack("!HHHHH", 0x8183, 1, 0, 0, 0) + question  # NXDOMAIN
-    records = []
-    for address in addresses:
-        family, record_type = (socket.AF_INET6, AAAA) if ":" in address else (socket.AF_INET, A)
-        if record_type == kind:
-            data = socket.inet_pton(family, address)
-            records.append(struct.pack("!HHHIH", 0xC00C, record_type, 1, ttl, len(data)) + data)
-    return query_id + struct.pack("!HHHHH", 0x8180, 1, len(records), 0, 0) + question + b"".join(records)
 
 
 PLAIN_PAGE = "<!doctype html><html><head><title>Plain</title></head><body><p>Nothing else.</p></body></html>"

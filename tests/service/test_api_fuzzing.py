@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.fake_dns import FakeDns
 from tests.fake_searxng import FakeSearxng
 from tests.live import KEY, LiveService, free_port
-from tests.runs.test_guard_dns import FakeDns
 
 ST = str(Path(sys.executable).parent / "st")
 CHECKS = "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance"

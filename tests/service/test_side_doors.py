@@ -42,6 +42,17 @@ def test_a_body_over_the_limit_is_refused_on_every_route(service, path):
     assert (response.status_code, response.json()) == (413, TOO_LARGE)
 
 
+def response_head(raw: socket.socket) -> bytes:
+    """What the server sent until the end of its response's headers, or until it closed the connection."""
+    answer = b""
+    while b"\r\n\r\n" not in answer:
+        data = raw.recv(65536)
+        if not data:
+            break
+        answer += data
+    return answer
+
+
 @pytest.mark.live
 def test_a_chunked_body_over_the_limit_is_refused(service):
     chunk = b"x" * 1024
@@ -53,12 +64,7 @@ def test_a_chunked_body_over_the_limit_is_refused(service):
         for _ in range(LIMIT // len(chunk) * 3):
             raw.sendall(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
         raw.sendall(b"0\r\n\r\n")
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            data = raw.recv(65536)
-            if not data:
-                break
-            answer += data
+        answer = response_head(raw)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
 
 
@@ -105,12 +111,7 @@ def test_a_body_over_the_limit_is_never_stored_while_it_arrives(service):
             held = max(held, largest_deleted_file(pid))
             time.sleep(0.05)
         raw.sendall(b"x" * (declared - sent_first))
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            data = raw.recv(65536)
-            if not data:
-                break
-            answer += data
+        answer = response_head(raw)
     assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
     assert held <= LIMIT, f"the web process held {held} bytes of the body in a file"
 

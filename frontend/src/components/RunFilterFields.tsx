@@ -1,6 +1,16 @@
 import { queries, type RunFilter } from "../api/endpoints";
-import { RUN_KINDS, RUN_STATUSES, type RunKind, type RunStatus } from "../api/types";
+import { RUN_KINDS, RUN_STATUSES } from "../api/types";
 import { useResource } from "../lib/useResource";
+import { SelectField } from "./ui";
+
+const KIND_OPTIONS = [
+  { value: "" as const, label: "All kinds" },
+  ...RUN_KINDS.map((kind) => ({ value: kind, label: kind })),
+];
+const STATUS_OPTIONS = [
+  { value: "" as const, label: "All statuses" },
+  ...RUN_STATUSES.map((status) => ({ value: status, label: status })),
+];
 
 interface RunFilterFieldsProps {
   /** Prefix of the fields' ids (a page may hold more than one filter). */
@@ -13,36 +23,20 @@ interface RunFilterFieldsProps {
 export function RunFilterFields({ idPrefix, filter, onChange }: RunFilterFieldsProps) {
   return (
     <>
-      <div className="field">
-        <label htmlFor={`${idPrefix}-kind`}>Kind</label>
-        <select
-          id={`${idPrefix}-kind`}
-          value={filter.kind ?? ""}
-          onChange={(event) => onChange({ ...filter, kind: event.target.value as RunKind | "" })}
-        >
-          <option value="">All kinds</option>
-          {RUN_KINDS.map((kind) => (
-            <option key={kind} value={kind}>
-              {kind}
-            </option>
-          ))}
-        </select>
-      </div>
-      <div className="field">
-        <label htmlFor={`${idPrefix}-status`}>Status</label>
-        <select
-          id={`${idPrefix}-status`}
-          value={filter.status ?? ""}
-          onChange={(event) => onChange({ ...filter, status: event.target.value as RunStatus | "" })}
-        >
-          <option value="">All statuses</option>
-          {RUN_STATUSES.map((status) => (
-            <option key={status} value={status}>
-              {status}
-            </option>
-          ))}
-        </select>
-      </div>
+      <SelectField
+        id={`${idPrefix}-kind`}
+        label="Kind"
+        value={filter.kind ?? ""}
+        options={KIND_OPTIONS}
+        onChange={(kind) => onChange({ ...filter, kind })}
+      />
+      <SelectField
+        id={`${idPrefix}-status`}
+        label="Status"
+        value={filter.status ?? ""}
+        options={STATUS_OPTIONS}
+        onChange={(status) => onChange({ ...filter, status })}
+      />
     </>
   );
 }

@@ -119,6 +119,33 @@ export function Field({ id, label, hint, error, children, className }: FieldProp
   );
 }
 
+interface SelectFieldProps<T extends string | number> {
+  id: string;
+  label: ReactNode;
+  value: T;
+  options: readonly { value: T; label: string }[];
+  onChange(value: T): void;
+}
+
+/** A labelled <select> offering one choice of `options`; onChange gets the chosen option's value, of its own type. */
+export function SelectField<T extends string | number>({ id, label, value, options, onChange }: SelectFieldProps<T>) {
+  function choose(chosen: string) {
+    const option = options.find((candidate) => String(candidate.value) === chosen);
+    if (option) onChange(option.value);
+  }
+  return (
+    <Field id={id} label={label}>
+      <select id={id} value={value} onChange={(event) => choose(event.target.value)}>
+        {options.map((option) => (
+          <option key={option.value} value={option.value}>
+            {option.label}
+          </option>
+        ))}
+      </select>
+    </Field>
+  );
+}
+
 export function describedBy(id: string, hint: unknown, error: unknown): string | undefined {
   const ids = [hint ? `${id}-hint` : "", error ? `${id}-error` : ""].filter(Boolean);
   return ids.length ? ids.join(" ") : undefined;

@@ -4,11 +4,12 @@ import { cursorOf } from "../api/client";
 import { runs, type RunFilter } from "../api/endpoints";
 import { RunFilterFields, SavedQueryNames } from "../components/RunFilterFields";
 import { RunTable } from "../components/RunTable";
-import { EmptyState, ErrorBanner, Loading, PageHeader } from "../components/ui";
+import { EmptyState, ErrorBanner, Loading, PageHeader, SelectField } from "../components/ui";
 import { filterFromSearch, rememberHistoryFilter, searchFromFilter } from "../lib/historyFilter";
 import { useResource } from "../lib/useResource";
 
 const PAGE_SIZES = [25, 50, 100, 200];
+const PAGE_SIZE_OPTIONS = PAGE_SIZES.map((size) => ({ value: size, label: String(size) }));
 
 export function History() {
   const [params, setParams] = useSearchParams();
@@ -81,16 +82,13 @@ export function History() {
           </div>
           <SavedQueryNames id="saved-query-names" />
         </div>
-        <div className="field">
-          <label htmlFor="filter-limit">Per page</label>
-          <select id="filter-limit" value={limit} onChange={(event) => update(filter, Number(event.target.value))}>
-            {PAGE_SIZES.map((size) => (
-              <option key={size} value={size}>
-                {size}
-              </option>
-            ))}
-          </select>
-        </div>
+        <SelectField
+          id="filter-limit"
+          label="Per page"
+          value={limit}
+          options={PAGE_SIZE_OPTIONS}
+          onChange={(size) => update(filter, size)}
+        />
         {filtered && (
           <button type="button" className="link-button clear-filters" onClick={() => update({})}>
             Clear filters

@@ -7,10 +7,10 @@ from pathlib import Path
 from django.core.management.base import CommandError, CommandParser
 
 from runs import export
-from runs.cli import OPTION_NAMES, RunCommand, drift_line, error_text, problems_line, step_line
+from runs.cli import OPTION_NAMES, RunCommand, drift_line, error_text, step_line
 from runs.models import Run
 from runs.serializers import RunDetailSerializer, RunFilterSerializer, RunSerializer
-from service.kernel.cli import check_writable, for_terminal, positive_int
+from service.kernel.cli import check_writable, for_terminal, positive_int, problems_line
 
 FILTER_OPTIONS = {name: f"--{name}" for name in ("query", "kind", "status", "batch", "since", "until")}
 
@@ -63,7 +63,7 @@ class Command(RunCommand):
         given = {"query": query, "kind": kind, "status": status, "batch": batch}
         filters = RunFilterSerializer(data={key: value for key, value in given.items() if value is not None})
         if not filters.is_valid():
-            raise CommandError(problems_line(filters.errors, FILTER_OPTIONS), returncode=2)
+            raise CommandError(problems_line(filters.errors, self.option_names), returncode=2)
         runs = list(Run.objects.with_step_count().filter_by(**filters.validated_data).order_by("-created_at")[:limit])
         if as_json:
             self.stdout.write(json.dumps(RunSerializer(runs, many=True).data, indent=2))
@@ -113,7 +113,7 @@ class Command(RunCommand):
         wanted = {key: given[key] for key in ("query", "kind", "status", "batch", "since", "until") if given[key]}
         filters = RunFilterSerializer(data=wanted)
         if not filters.is_valid():
-            raise CommandError(problems_line(filters.errors, FILTER_OPTIONS), returncode=2)
+            raise CommandError(problems_line(filters.errors, self.option_names), returncode=2)
         if out:
             check_writable(out)
         runs = Run.objects.filter_by(**filters.validated_data).order_by("created_at", "id")
