@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test lint bench browser test-tools ui test-ui test-postgres
+.PHONY: setup run test lint bench browser test-tools ui test-ui test-postgres api-types
 
 setup: $(VENV)/.installed browser ui
 	$(PY) manage.py migrate --noinput
@@ -57,6 +57,11 @@ frontend/node_modules/.installed: frontend/package.json frontend/package-lock.js
 frontend/dist/index.html: frontend/node_modules/.installed $(UI_SOURCES) | $(VENV)/.installed
 	cd frontend && $(NPM) run --silent build
 	$(PY) -m whitenoise.compress --quiet frontend/dist
+
+# The UI's API types (frontend/src/api/schema.d.ts) from the OpenAPI document: run it after changing a serializer
+# or a view's schema (tests/ui/test_api_types.py fails until then).
+api-types: $(VENV)/.installed frontend/node_modules/.installed
+	cd frontend && PYTHON=$(abspath $(PY)) bash scripts/api-types.sh
 
 # The UI's type check, formatting check and unit tests (Vitest): a few seconds.
 test-ui:

@@ -104,7 +104,7 @@ class PageUrlField(serializers.CharField):
         super().__init__(max_length=URL_MAX_LENGTH + 1, **kwargs)
 
 
-@extend_schema_field({"type": "object"})
+@extend_schema_field({"type": "object", "additionalProperties": {}})
 class JsonSchemaField(serializers.JSONField):
     """A JSON schema document (check_json_schema: an object)."""
 

@@ -1,5 +1,5 @@
 import { api, query } from "./client";
-import type { Page, Profile, Run, RunDetail, RunKind, RunSpec, RunStatus, SavedQuery, Session } from "./types";
+import type { Profile, Run, RunDetail, RunKind, RunPage, RunSpec, RunStatus, SavedQuery, Session } from "./types";
 
 export const session = {
   get: () => api<Session>("/api/session"),
@@ -30,7 +30,7 @@ export function filterParams(filter: RunFilter): Record<string, string> {
 export const runs = {
   submit: (spec: RunSpec) => api<Run>("/api/runs", { method: "POST", body: spec }),
   list: (filter: RunFilter, cursor: string | null, limit: number, signal?: AbortSignal) =>
-    api<Page<Run>>(`/api/runs${query({ ...filterParams(filter), cursor, limit })}`, { signal }),
+    api<RunPage>(`/api/runs${query({ ...filterParams(filter), cursor, limit })}`, { signal }),
   get: (id: string, signal?: AbortSignal) => api<RunDetail>(`/api/runs/${encodeURIComponent(id)}`, { signal }),
   cancel: (id: string) => api<Run>(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST" }),
 };

@@ -77,7 +77,7 @@ export function validate(form: FormState, schemaOk: boolean): Problems {
 }
 
 /** The spec the form sends: only the fields of its kind, text trimmed, seconds as timeoutMs. */
-export function buildSpec(form: FormState, schema: unknown): RunSpec {
+export function buildSpec(form: FormState, schema: Record<string, unknown> | undefined): RunSpec {
   const options: RunOptions = {
     timeoutMs: Math.round(Number(form.timeoutSeconds) * 1000),
     screenshots: form.screenshots,
