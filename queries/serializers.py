@@ -9,8 +9,8 @@ from runs.serializers import (
     JsonSchemaField,
     OptionsSerializer,
     PageUrlField,
+    StorageStatePathField,
     check_json_schema,
-    validate_storage_state_path,
     validate_target_url,
 )
 from service.kernel.serializers import StrictSerializer, document_shape, name_field
@@ -90,5 +90,5 @@ class QueryReplaySerializer(StrictSerializer):
     url = PageUrlField(validators=[validate_target_url], required=False)
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
     profile = name_field("profile", required=False)
-    storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
+    storageStatePath = StorageStatePathField()
     options = OptionsSerializer(required=False)

@@ -69,6 +69,20 @@ class RunCommand(CliCommand):
     """A command that takes a run spec as options: validation messages name those options."""
 
     option_names = OPTION_NAMES
+    follower: RunFollower
+
+    def run_spec(self, spec: dict, options: dict) -> Run | None:
+        """execute() with the run options add_run_options gave; self.follower prints progress, here and after."""
+        self.follower = progress(self, as_json=options["as_json"], quiet=options["quiet"])
+        return execute(
+            self,
+            spec,
+            queue=options["queue"],
+            wait=options["wait"],
+            as_json=options["as_json"],
+            quiet=options["quiet"],
+            follower=self.follower,
+        )
 
 
 class RunFollower:

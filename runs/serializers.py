@@ -78,6 +78,15 @@ def validate_storage_state_path(value: str) -> None:
         raise serializers.ValidationError(str(error)) from None
 
 
+class StorageStatePathField(serializers.CharField):
+    """A Playwright storage-state file in the data directory to start from (checked like `profile import` checks
+    a state; never echoed)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("help_text", "A Playwright storage-state file in the data directory (instead of profile).")
+        super().__init__(required=False, max_length=4096, validators=[validate_storage_state_path], **kwargs)
+
+
 def schema_rule_errors(schema: object, prefix: str = "schema") -> dict[str, list[str]]:
     """Extraction rules that could not be applied, by their dotted path (schema.properties.name.x-selector)."""
     return {f"{prefix}.{path}" if path else prefix: [problem] for path, problem in rule_problems(schema).items()}
@@ -191,7 +200,7 @@ class RunSpecSerializer(StrictSerializer):
         required=False, help_text="Replace the profile named by saveProfile if it exists (else the run is refused)."
     )
     profile = name_field("profile", required=False, help_text="Start from this stored login profile.")
-    storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
+    storageStatePath = StorageStatePathField()
     options = OptionsSerializer(required=False)
 
     def validate(self, attrs: dict) -> dict:
@@ -511,7 +520,7 @@ class FetchRequestSerializer(StrictSerializer):
         help_text="A CSS selector to wait for before the page is read (browser only).",
     )
     profile = name_field("profile", required=False, help_text="Load the page with this stored login profile.")
-    storageStatePath = serializers.CharField(required=False, max_length=4096, validators=[validate_storage_state_path])
+    storageStatePath = StorageStatePathField()
     persist = serializers.BooleanField(default=False, help_text="Also keep it as a fetch run (in history).")
 
     def validate(self, attrs: dict) -> dict:

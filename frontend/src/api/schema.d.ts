@@ -343,6 +343,7 @@ export interface components {
       overwriteProfile?: boolean;
       /** @description Start from this stored login profile. */
       profile?: string;
+      /** @description A Playwright storage-state file in the data directory (instead of profile). */
       storageStatePath?: string;
       options?: components["schemas"]["OptionsRequest"];
     };
@@ -434,6 +435,7 @@ export interface components {
       instruction?: string;
       /** @description Start from this stored login profile. */
       profile?: string;
+      /** @description A Playwright storage-state file in the data directory (instead of profile). */
       storageStatePath?: string;
       options?: components["schemas"]["OptionsRequest"];
     };
@@ -460,6 +462,7 @@ export interface components {
       waitFor?: string;
       /** @description Load the page with this stored login profile. */
       profile?: string;
+      /** @description A Playwright storage-state file in the data directory (instead of profile). */
       storageStatePath?: string;
       /**
        * @description Also keep it as a fetch run (in history).
@@ -504,6 +507,7 @@ export interface components {
       url: string;
       /** @description Start from this stored login profile. */
       profile?: string;
+      /** @description A Playwright storage-state file in the data directory (instead of profile). */
       storageStatePath?: string;
       options?: components["schemas"]["OptionsRequest"];
     };
@@ -657,6 +661,7 @@ export interface components {
       url?: string;
       instruction?: string;
       profile?: string;
+      /** @description A Playwright storage-state file in the data directory (instead of profile). */
       storageStatePath?: string;
       options?: components["schemas"]["OptionsRequest"];
     };
@@ -755,6 +760,7 @@ export interface components {
       overwriteProfile?: boolean;
       /** @description Start from this stored login profile. */
       profile?: string;
+      /** @description A Playwright storage-state file in the data directory (instead of profile). */
       storageStatePath?: string;
       options?: components["schemas"]["Options"];
     };

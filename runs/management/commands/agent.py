@@ -4,7 +4,7 @@ import json
 
 from django.core.management.base import CommandParser
 
-from runs.cli import RunCommand, add_run_options, execute, progress, state_fields
+from runs.cli import RunCommand, add_run_options, state_fields
 from service.kernel.cli import for_terminal, positive_int
 
 
@@ -48,19 +48,10 @@ class Command(RunCommand):
             spec["saveProfile"] = save_profile
         if options["overwrite_profile"]:
             spec["overwriteProfile"] = True
-        follower = progress(self, as_json=options["as_json"], quiet=options["quiet"])
-        run = execute(
-            self,
-            spec,
-            queue=options["queue"],
-            wait=options["wait"],
-            as_json=options["as_json"],
-            quiet=options["quiet"],
-            follower=follower,
-        )
+        run = self.run_spec(spec, options)
         if run is not None and not options["as_json"]:
             result = run.result
             shown = result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False)
             self.stdout.write(for_terminal(shown, self.stdout))
             if save_profile:
-                follower.say(f"saved the session as profile {save_profile}")
+                self.follower.say(f"saved the session as profile {save_profile}")

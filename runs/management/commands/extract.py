@@ -4,7 +4,7 @@ import json
 
 from django.core.management.base import CommandParser
 
-from runs.cli import RunCommand, add_run_options, execute, state_fields
+from runs.cli import RunCommand, add_run_options, state_fields
 from service.kernel.cli import for_terminal, read_json_option
 
 
@@ -31,8 +31,6 @@ class Command(RunCommand):
         }
         if instruction:
             spec["instruction"] = instruction
-        run = execute(
-            self, spec, queue=options["queue"], wait=options["wait"], as_json=options["as_json"], quiet=options["quiet"]
-        )
+        run = self.run_spec(spec, options)
         if run is not None and not options["as_json"]:
             self.stdout.write(for_terminal(json.dumps(run.result, indent=2, ensure_ascii=False), self.stdout))

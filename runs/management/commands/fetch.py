@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import CommandError, CommandParser
 
-from runs.cli import RunCommand, add_run_options, execute, progress, state_fields
+from runs.cli import RunCommand, add_run_options, state_fields
 from service.kernel.cli import check_writable, for_terminal
 
 
@@ -49,16 +49,7 @@ class Command(RunCommand):
             "options": {"mainContent": main_content, "render": render, "timeoutMs": options["timeout_ms"]},
             **state_fields(options["profile"], options["storage_state"]),
         }
-        follower = progress(self, as_json=options["as_json"], quiet=options["quiet"])
-        run = execute(
-            self,
-            spec,
-            queue=options["queue"],
-            wait=options["wait"],
-            as_json=options["as_json"],
-            quiet=options["quiet"],
-            follower=follower,
-        )
+        run = self.run_spec(spec, options)
         if run is None:
             return
         markdown = run.result["markdown"]
@@ -70,6 +61,6 @@ class Command(RunCommand):
                     f"Could not write {out}: {error.strerror}; the run kept the Markdown: runs show {run.id}",
                     returncode=1,
                 ) from None
-            follower.say(f"wrote {out} ({len(markdown)} characters)")
+            self.follower.say(f"wrote {out} ({len(markdown)} characters)")
         elif not options["as_json"]:
             self.stdout.write(for_terminal(markdown, self.stdout), ending="" if markdown.endswith("\n") else "\n")
