@@ -14,13 +14,13 @@ from django.db import connection
 
 from profiles.credentials import CredentialNotFound, CredentialStore
 from profiles.store import ProfileExists, ProfileStore
-from runs import queue, services
+from runs import archive, queue, services
 from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.browser import Browser, process_browser
 from runs.engine.extract import ExtractSpec, SchemaMismatch, extract
 from runs.engine.fetch import fetch
 from runs.engine.llm import ModelSettings, make_model
-from runs.engine.spec import EngineError, RunAborted
+from runs.engine.spec import EngineError, PageCopy, RunAborted
 from runs.models import Run
 from runs.resources import page_spec
 
@@ -77,7 +77,16 @@ class RunRecorder:
         self._done.set()
         self._heartbeat.join(timeout=5)
 
-    def step(self, *, action: str, url: str, observation: str, screenshot: bytes | None, duration_ms: int) -> None:
+    def step(
+        self,
+        *,
+        action: str,
+        url: str,
+        observation: str,
+        screenshot: bytes | None,
+        duration_ms: int,
+        page: PageCopy | None = None,
+    ) -> None:
         recorded = services.run_record_step(
             run=self.run,
             index=self.next_index,
@@ -86,6 +95,7 @@ class RunRecorder:
             observation=observation,
             screenshot=screenshot,
             duration_ms=duration_ms,
+            page=page,
         )
         if not recorded:
             raise RunAborted()
@@ -118,6 +128,20 @@ class Outcome:
     output_tokens: int = 0
 
 
+def archived_source(spec: dict) -> dict:
+    """A re-extraction's archived page (ExtractSpec's archived and archived_from), or nothing for a page to load."""
+    source = spec.get("source")
+    if not source:
+        return {}
+    step = archive.source_step(source)
+    copy = archive.read_page(step) if step is not None else None
+    if copy is None:
+        raise EngineError(
+            "archive_missing", f"The archived page of {archive.describe_source(source)} is gone (pruned since submit)."
+        )
+    return {"archived": copy, "archived_from": archive.describe_source(source)}
+
+
 def _execute(run: Run, recorder: RunRecorder) -> Outcome:
     if run.kind == Run.Kind.FETCH:
         return Outcome(fetch(page_spec(run.spec, run=True), recorder, worker_browser()).to_dict())
@@ -127,6 +151,7 @@ def _execute(run: Run, recorder: RunRecorder) -> Outcome:
             page=page_spec(run.spec, run=True),
             schema=run.spec["schema"],
             instruction=run.spec.get("instruction", ""),
+            **archived_source(run.spec),
         )
         done = extract(spec, recorder, worker_browser(), make_model(model_config) if model_config else None)
         return Outcome(done.data, done.input_tokens, done.output_tokens)

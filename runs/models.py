@@ -245,6 +245,8 @@ class Step(models.Model):
     url = models.TextField(blank=True, default="")
     observation = models.TextField(blank=True, default="")
     screenshot = models.CharField(max_length=255, blank=True, default="")
+    # The page this step loaded, archived (runs/archive.py): file, url, status, contentType, bytes, truncated.
+    page = models.JSONField(null=True, blank=True)
     duration_ms = models.PositiveIntegerField(default=0)
     at = models.DateTimeField(default=timezone.now)
 

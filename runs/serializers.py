@@ -12,6 +12,7 @@ from rest_framework import serializers
 
 from profiles.credentials import CredentialStore
 from profiles.store import StateFileError, check_storage_state_file, profile_path
+from runs.archive import describe_source, page_url, source_step
 from runs.engine.extract_rules import is_rule_schema, rule_problems
 from runs.engine.netpolicy import Refused, literal_private_host, parse_ipv4
 from runs.models import Batch, Run, Step
@@ -150,6 +151,16 @@ def state_errors(attrs: dict) -> dict[str, list[str]]:
     return {}
 
 
+def source_errors(source: dict, url: str) -> dict[str, list[str]]:
+    """A re-extraction reads a page that is in the archive, and keeps its URL."""
+    step = source_step(source)
+    if step is None:
+        return {"source": [f"There is no archived page at {describe_source(source)} (none kept, or pruned)."]}
+    if url != step.page["url"]:
+        return {"url": [f"A re-extraction keeps its archived page's URL: {step.page['url']}."]}
+    return {}
+
+
 class OptionsSerializer(StrictSerializer):
     mainContent = serializers.BooleanField(
         default=True, help_text="Only the main content (no navigation, footers, ads); false: the whole page."
@@ -177,9 +188,20 @@ class OptionsSerializer(StrictSerializer):
 
 KIND_FIELDS = {
     "fetch": set(),
-    "extract": {"schema", "instruction"},
+    "extract": {"schema", "instruction", "source"},
     "agent": {"goal", "cred", "saveProfile", "overwriteProfile"},
 }
+
+
+class ArchiveSourceSerializer(StrictSerializer):
+    """Re-extraction: the archived page an extract run reads instead of the network (POST /api/runs/:id/reextract
+    fills it in)."""
+
+    archivedRun = serializers.UUIDField(help_text="The run whose archived page is read.")
+    step = serializers.IntegerField(min_value=0, help_text="The step of that run that loaded the page.")
+
+    def validate_archivedRun(self, value) -> str:
+        return str(value)  # kept in the run's spec, which is JSON
 
 
 class RunSpecSerializer(StrictSerializer):
@@ -202,6 +224,9 @@ class RunSpecSerializer(StrictSerializer):
     profile = name_field("profile", required=False, help_text="Start from this stored login profile.")
     storageStatePath = StorageStatePathField()
     options = OptionsSerializer(required=False)
+    source = ArchiveSourceSerializer(
+        required=False, help_text="Extract runs: read this archived page instead of loading url (no request is made)."
+    )
 
     def validate(self, attrs: dict) -> dict:
         kind = attrs["kind"]
@@ -223,6 +248,8 @@ class RunSpecSerializer(StrictSerializer):
         if "cred" in attrs and not CredentialStore(settings.DATA_DIR).exists(attrs["cred"]):
             errors["cred"] = [f"There is no credential named {attrs['cred']!r}; create it with `manage.py cred set`."]
         errors.update(state_errors(attrs))
+        if "source" in attrs:
+            errors.update(source_errors(attrs["source"], attrs["url"]))
         if "overwriteProfile" in attrs and "saveProfile" not in attrs:
             errors["overwriteProfile"] = ["overwriteProfile goes with saveProfile."]
         elif (
@@ -324,6 +351,19 @@ class BatchSubmitSerializer(StrictSerializer):
         return valid
 
 
+class ReextractSerializer(StrictSerializer):
+    """POST /api/runs/:id/reextract: what changes from the source run; each defaults to the source run's."""
+
+    schema = JsonSchemaField(required=False, help_text="A JSON schema for the result (default: the run's).")
+    instruction = serializers.CharField(
+        required=False, max_length=10_000, allow_blank=True, help_text="What to extract (default: the run's)."
+    )
+    options = document_shape(OptionsSerializer, "ReextractOptions", keep={"model"})(required=False)
+    step = serializers.IntegerField(
+        required=False, min_value=0, help_text="The step whose archived page to read (default: the last one)."
+    )
+
+
 class BatchCreatedSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     runs = serializers.ListField(child=serializers.UUIDField())
@@ -420,17 +460,36 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class ArchivedPageSerializer(serializers.Serializer):
+    """The page a step loaded, as archived (runs/archive.py)."""
+
+    href = serializers.CharField(help_text="Download the HTML (an attachment, never rendered by the service).")
+    url = serializers.CharField(help_text="Where the page ended up.")
+    status = serializers.IntegerField()
+    contentType = serializers.CharField()
+    bytes = serializers.IntegerField(help_text="Size of the HTML kept.")
+    truncated = serializers.BooleanField(help_text="The page was longer than ARCHIVE_MAX_BYTES: its beginning is kept.")
+
+
 class StepSerializer(serializers.ModelSerializer):
     screenshot = serializers.SerializerMethodField()
+    page = serializers.SerializerMethodField()
     durationMs = serializers.IntegerField(source="duration_ms")
 
     class Meta:
         model = Step
-        fields = ["index", "action", "url", "observation", "screenshot", "at", "durationMs"]
+        fields = ["index", "action", "url", "observation", "screenshot", "page", "at", "durationMs"]
         read_only_fields = fields
 
     def get_screenshot(self, step: Step) -> str | None:
         return screenshot_url(step.run_id, step.index) if step.screenshot else None
+
+    @extend_schema_field(ArchivedPageSerializer(allow_null=True))
+    def get_page(self, step: Step) -> dict | None:
+        if not step.page:
+            return None
+        kept = {name: step.page[name] for name in ("url", "status", "contentType", "bytes", "truncated")}
+        return {"href": page_url(step.run_id, step.index), **kept}
 
 
 class RunDetailSerializer(RunSerializer):

@@ -12,10 +12,11 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from runs import events, queue, resources
+from runs import archive, events, queue, resources
 from runs.drift import result_drift
+from runs.engine.spec import PageCopy
 from runs.models import Batch, Run, Step
-from runs.serializers import RunSpecSerializer
+from runs.serializers import ReextractSerializer, RunSpecSerializer
 from service.kernel.errors import ServiceError
 
 log = logging.getLogger(__name__)
@@ -94,9 +95,18 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
 
 
 def run_record_step(
-    *, run: Run, index: int, action: str, url: str, observation: str, screenshot: bytes | None, duration_ms: int
+    *,
+    run: Run,
+    index: int,
+    action: str,
+    url: str,
+    observation: str,
+    screenshot: bytes | None,
+    duration_ms: int,
+    page: PageCopy | None = None,
 ) -> bool:
-    """Write one step (and its screenshot) of the attempt that owns the run; False if it no longer does.
+    """Write one step (its screenshot, the page it loaded to the archive) of the attempt that owns the run; False
+    if it no longer does.
 
     Observations past OBSERVATION_MAX_CHARS are cut (and say so); screenshots past SCREENSHOT_MAX_BYTES are dropped.
     """
@@ -111,21 +121,25 @@ def run_record_step(
         )
         screenshot = None
     screenshot_name = f"{index}.jpg" if screenshot is not None else ""
-    written: Path | None = None
+    # Files are written aside first and put in place only while this attempt holds the lease (the renewal's row lock
+    # is held until the transaction ends): an attempt that lost its lease never overwrites the new one's files.
+    aside: list[tuple[Path, Path]] = []
     if screenshot is not None:
-        # Written aside first and put in place only while this attempt holds the lease (the renewal's row lock is
-        # held until the transaction ends): an attempt that lost its lease never overwrites the new one's picture.
         folder = resources.screenshot_dir(run.pk)
         folder.mkdir(parents=True, exist_ok=True)
         written = folder / f".{index}.attempt-{run.attempts}.tmp"
         written.write_bytes(screenshot)
+        aside.append((written, folder / screenshot_name))
+    archived = archive.put_aside(run.pk, run.attempts, index, page) if page is not None else None
+    if archived is not None:
+        aside.append(archived[:2])
     with transaction.atomic():
         if not run.renew_lease(lease_seconds=settings.RUN_LEASE_SECONDS):
-            if written is not None:
+            for written, _ in aside:
                 written.unlink(missing_ok=True)
             return False
-        if written is not None:
-            os.replace(written, written.parent / screenshot_name)
+        for written, final in aside:
+            os.replace(written, final)
         step = Step.objects.create(
             run=run,
             index=index,
@@ -133,6 +147,7 @@ def run_record_step(
             url=url,
             observation=observation,
             screenshot=screenshot_name,
+            page=archived[2] if archived else None,
             duration_ms=duration_ms,
         )
         events.event_step(
@@ -141,11 +156,52 @@ def run_record_step(
     return True
 
 
+def run_reextract(*, source: Run, changes: object) -> Run:
+    """An extract run on the page `source` archived instead of the network, validated and queued like any run."""
+    return run_submit(spec=reextract_spec(source=source, changes=changes))
+
+
+def reextract_spec(*, source: Run, changes: object) -> dict:
+    """The spec of a re-extraction of `source`'s archived page: the schema, instruction and model are the source
+    run's unless `changes` (ReextractSerializer) gives others."""
+    body = ReextractSerializer(data=changes)
+    body.is_valid(raise_exception=True)
+    data = body.validated_data
+    archived = source.steps.filter(page__isnull=False)
+    step = (archived.filter(index=data["step"]) if "step" in data else archived.order_by("-index")).first()
+    if step is None:
+        where = f"at step {data['step']}" if "step" in data else "(it loaded none, or it was pruned)"
+        raise ServiceError("no_archived_page", f"Run {source.pk} has no archived page {where}.", status_code=409)
+    schema = data.get("schema", source.spec.get("schema"))
+    if schema is None:
+        message = f"Run {source.pk} is a {source.kind} run, with no schema to reuse: give one."
+        raise ServiceError("invalid_request", f"schema: {message}", fields={"schema": [message]})
+    spec = {
+        "kind": "extract",
+        "url": step.page["url"],
+        "schema": schema,
+        "source": {"archivedRun": str(source.pk), "step": step.index},
+    }
+    instruction = data.get("instruction", source.spec.get("instruction", ""))
+    if instruction:
+        spec["instruction"] = instruction
+    model = (data.get("options") or {}).get("model") or (source.spec.get("options") or {}).get("model")
+    if model:
+        spec["options"] = {"model": model}
+    return spec
+
+
 def run_finish(*, run: Run, result: object = None, error: dict | None = None, usage: dict | None = None) -> bool:
-    """Record the outcome; a successful saved-query replay also records its drift from the previous success."""
+    """Record the outcome; a successful saved-query replay also records its drift from the previous success, and a
+    re-extraction its drift from the extract run whose page it read."""
     with transaction.atomic():
         drift = None
-        if run.query and not error:
+        source = run.spec.get("source") if not error else None
+        if source:
+            compared = Run.objects.filter(pk=source["archivedRun"], kind=Run.Kind.EXTRACT).first()
+            if compared is not None and compared.status == Run.Status.SUCCEEDED:
+                drift = {"comparedWith": str(compared.pk), **result_drift(compared.result, result)}
+        elif run.query and not error:
             # Only replays of this query: a deleted query's runs keep the name a new query may take.
             previous = (
                 Run.objects.filter(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.core.handlers.asgi import ASGIRequest
-from django.http import FileResponse, StreamingHttpResponse
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -17,7 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs import direct, export, resources, services
+from runs import archive, direct, export, resources, services
 from runs.models import Batch, Run
 from runs.serializers import (
     RUN_SPEC,
@@ -29,6 +29,7 @@ from runs.serializers import (
     ExportParamsSerializer,
     FetchRequestSerializer,
     FetchResponseSerializer,
+    ReextractSerializer,
     RunDetailSerializer,
     RunFilterSerializer,
     RunListParamsSerializer,
@@ -111,6 +112,14 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         run = services.run_cancel(run=self.get_object())
         return Response(RunSerializer(self.get_queryset().get(pk=run.pk)).data)
 
+    @extend_schema(request=ReextractSerializer, responses={201: RunSerializer, **errors(404, 409)})
+    @action(detail=True, methods=["post"])
+    def reextract(self, request: Request, pk: str | None = None) -> Response:
+        """Extract again from the page this run archived (no request leaves the machine); drift against its result."""
+        run = services.run_reextract(source=self.get_object(), changes=request.data)
+        run.step_count = 0
+        return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
+
     @extend_schema(responses={(200, "image/jpeg"): bytes, **errors(404)})
     @action(detail=True, methods=["get"], url_path=r"steps/(?P<index>\d+)/screenshot")
     def screenshot(self, request: Request, pk: str | None = None, index: str | None = None) -> FileResponse:
@@ -122,6 +131,22 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         if not path.is_file():
             raise ServiceError("not_found", "The screenshot file is missing from the data directory.", status_code=404)
         return FileResponse(path.open("rb"), content_type="image/jpeg")
+
+    @extend_schema(responses={(200, "text/html"): bytes, **errors(404)})
+    @action(detail=True, methods=["get"], url_path=r"steps/(?P<index>\d+)/page")
+    def page(self, request: Request, pk: str | None = None, index: str | None = None) -> HttpResponse:
+        """The HTML a step loaded, as archived: a download that no browser renders in the service's origin."""
+        run = self.get_object()
+        step = run.steps.filter(index=int(index)).first()
+        archived = archive.open_page(step) if step is not None else None
+        if archived is None:
+            raise ServiceError("not_found", "This step has no archived page (or it was pruned).", status_code=404)
+        with archived:
+            response = HttpResponse(archived.read(), content_type="text/html; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="run-{run.pk}-step-{step.index}.html"'
+        response["Content-Security-Policy"] = "sandbox"
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
 
 
 class BatchViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):

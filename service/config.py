@@ -59,6 +59,8 @@ class Config:
     queue_max_depth: int
     observation_max_chars: int
     screenshot_max_bytes: int
+    archive_retention_days: float
+    archive_max_bytes: int
     event_retention_hours: float
     events_max_backlog: int
     events_max_send_buffer_bytes: int
@@ -379,6 +381,8 @@ def read_config(env: Mapping[str, str]) -> Config:
         queue_max_depth=_int(env, "QUEUE_MAX_DEPTH", 100_000, 1, 100_000_000),
         observation_max_chars=_int(env, "OBSERVATION_MAX_CHARS", 1_000_000, 2000, 100_000_000),
         screenshot_max_bytes=_int(env, "SCREENSHOT_MAX_BYTES", 5_000_000, 10_000, 1_000_000_000),
+        archive_retention_days=_float(env, "ARCHIVE_RETENTION_DAYS", 30.0, 0.0, 36_500.0),
+        archive_max_bytes=_int(env, "ARCHIVE_MAX_BYTES", 10_000_000, 10_000, 1_000_000_000),
         secret_key=_secret_key(env, data_dir),
         debug=_bool(env, "DEBUG", False),
         public_url=public_url,

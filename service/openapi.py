@@ -14,6 +14,8 @@ LINKS = [
     ("POST /api/runs", "201", "GET /api/runs/{id}", RUN_ID),
     ("POST /api/runs", "201", "POST /api/runs/{id}/cancel", RUN_ID),
     ("GET /api/runs/{id}", "200", "POST /api/runs/{id}/cancel", RUN_ID),
+    ("GET /api/runs/{id}", "200", "POST /api/runs/{id}/reextract", RUN_ID),
+    ("POST /api/runs/{id}/reextract", "201", "GET /api/runs/{id}", RUN_ID),
     (
         "GET /api/runs/{id}",
         "200",

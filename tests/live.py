@@ -386,7 +386,7 @@ README = ROOT / "README.md"
 # README (## CLI), under the table: "`fetch`, `extract` and `agent` runs ... on standard error when it is a terminal
 # (nothing when it is not, nor with `--quiet` or `--json` ...); `--queue` hands it to the workers ..., and
 # `--queue --wait` follows it there ... `--json` prints the whole run with its steps."
-README_RUN_COMMANDS = ("fetch", "extract", "agent")
+README_RUN_COMMANDS = ("fetch", "extract", "agent", "runs reextract")
 README_RUN_OPTIONS = ("--queue", "--wait", "--json", "--quiet")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import html
 import threading
 import time
@@ -165,6 +166,8 @@ class Handler(BaseHTTPRequestHandler):
         parts = urlsplit(self.path)
         query = parse_qs(parts.query)
         path = parts.path
+        with self.server.hits_lock:
+            self.server.hits[path] += 1
         if path == "/static":
             self._send(200, STATIC_PAGE)
         elif path == "/login":
@@ -235,6 +238,8 @@ class TestSite:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.server.sessions = {}
+        self.server.hits = collections.Counter()  # GET requests by path
+        self.server.hits_lock = threading.Lock()
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
@@ -243,6 +248,11 @@ class TestSite:
 
     def url(self, path: str) -> str:
         return self.base_url + path
+
+    def hits(self, path: str) -> int:
+        """How many GET requests reached `path` so far."""
+        with self.server.hits_lock:
+            return self.server.hits[path]
 
     def __enter__(self) -> TestSite:
         self.thread.start()

@@ -16,9 +16,9 @@ from jsonschema import validators
 
 from runs.engine.browser import Browser
 from runs.engine.extract_rules import RuleError, extract_by_rules, is_rule_schema, rule_problems
-from runs.engine.fetch import load, snapshot_markdown
+from runs.engine.fetch import load, load_archived, snapshot_markdown
 from runs.engine.llm import DeadlinePassed, Model
-from runs.engine.spec import EngineError, FetchSpec, Recorder
+from runs.engine.spec import EngineError, FetchSpec, PageCopy, Recorder
 
 MAX_REPAIRS = 2
 PAGE_CHARACTERS = 60_000
@@ -35,6 +35,9 @@ class ExtractSpec:
     page: FetchSpec
     schema: dict
     instruction: str = ""
+    # Re-extraction: the archived page to read instead of loading page.url, and which run and step it is from.
+    archived: PageCopy | None = None
+    archived_from: str = ""
 
 
 @dataclass
@@ -95,7 +98,10 @@ def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Mode
     if problems:
         path, problem = next(iter(problems.items()))
         raise EngineError("invalid_schema", f"schema.{path}: {problem}")
-    loaded = load(spec.page, recorder, browser)
+    if spec.archived is not None:
+        loaded = load_archived(spec.archived, recorder, source=spec.archived_from)
+    else:
+        loaded = load(spec.page, recorder, browser)
     if is_rule_schema(spec.schema):
         started = time.monotonic()
         try:

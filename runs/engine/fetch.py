@@ -13,7 +13,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from runs.engine.browser import Browser
-from runs.engine.http_fetch import http_load, is_js_shell
+from runs.engine.http_fetch import http_load, is_js_shell, title_and_links
 from runs.engine.markdown import to_markdown
 from runs.engine.navigation import (
     HTML_MAX_CHARS,
@@ -25,7 +25,7 @@ from runs.engine.navigation import (
     navigation_error,
 )
 from runs.engine.netguard import REFUSED_HEADER, network_guard
-from runs.engine.spec import EngineError, FetchResult, FetchSpec, LoadedPage, Recorder, checked_url
+from runs.engine.spec import EngineError, FetchResult, FetchSpec, LoadedPage, PageCopy, Recorder, checked_url
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,7 @@ def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser, *, convert:
         observation=_observation(status, final_url, spec.url, snapshot, content_type),
         screenshot=screenshot,
         duration_ms=int((time.monotonic() - started) * 1000),
+        page=PageCopy(final_url, status, content_type, snapshot.html),
     )
     if status >= 400:
         raise EngineError("http_error", f"The page answered HTTP {status}.")
@@ -160,6 +161,36 @@ def load(
             return loaded
     browser_load = functools.partial(load_page, spec, recorder, browser, convert=convert)
     return in_browser_thread(browser_load) if in_browser_thread else browser_load()
+
+
+def load_archived(copy: PageCopy, recorder: Recorder, *, source: str) -> LoadedPage:
+    """A page from a run's archive in place of loading it: no request leaves the machine. Recorded like a load
+    (a step that says where the page came from, and archives it again for this run); source: which run and step."""
+    started = time.monotonic()
+    title, links = title_and_links(copy.html, copy.url)
+    observation = [
+        f"HTTP {copy.status} {copy.url}",
+        f"read from the archive of {source}: no request was made",
+        f"content-type: {copy.content_type or 'unknown'}",
+        f"title: {title}",
+    ]
+    recorder.step(
+        action="load-archive",
+        url=copy.url,
+        observation="\n".join(observation),
+        screenshot=None,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        page=copy,
+    )
+    return LoadedPage(
+        url=copy.url,
+        final_url=copy.url,
+        status=copy.status,
+        title=title,
+        html=copy.html,
+        links=links,
+        render="archive",
+    )
 
 
 def snapshot_markdown(loaded: LoadedPage, recorder: Recorder, *, main_content: bool) -> str:

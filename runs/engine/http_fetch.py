@@ -14,7 +14,7 @@ import requests
 from requests.cookies import create_cookie
 
 from runs.engine.netguard import REFUSED_HEADER, network_guard
-from runs.engine.spec import EngineError, FetchSpec, LoadedPage, Recorder, checked_url
+from runs.engine.spec import EngineError, FetchSpec, LoadedPage, PageCopy, Recorder, checked_url
 
 USER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
 HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -131,7 +131,7 @@ def http_load(spec: FetchSpec, recorder: Recorder) -> LoadedPage:
     final_url = response.url
     content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
     html = _decode(body[:MAX_BODY_BYTES], response.headers.get("content-type") or "")
-    title, links = _title_and_links(html, final_url)
+    title, links = title_and_links(html, final_url)
     lines = [f"HTTP {response.status_code} {final_url} (plain HTTP, no browser)"]
     if final_url != spec.url:
         lines.append(f"redirected from {spec.url}")
@@ -145,6 +145,7 @@ def http_load(spec: FetchSpec, recorder: Recorder) -> LoadedPage:
         observation="\n".join(lines),
         screenshot=None,
         duration_ms=int((time.monotonic() - started) * 1000),
+        page=PageCopy(final_url, response.status_code, content_type, html),
     )
     if response.status_code >= 400:
         raise EngineError("http_error", f"The page answered HTTP {response.status_code}.")
@@ -181,7 +182,7 @@ def _document(html: str):
         return None
 
 
-def _title_and_links(html: str, base_url: str) -> tuple[str, list[str]]:
+def title_and_links(html: str, base_url: str) -> tuple[str, list[str]]:
     document = _document(html)
     if document is None:
         return "", []

@@ -20,10 +20,33 @@ class EngineError(Exception):
         self.message = message
 
 
+@dataclass(frozen=True, repr=False)
+class PageCopy:
+    """The page a load read, as it read it (the HTML after the settle wait: what the snapshot saw), for the run's
+    archive: re-extraction reads it instead of the network."""
+
+    url: str  # where the page ended up
+    status: int
+    content_type: str
+    html: str
+
+    def __repr__(self) -> str:
+        return f"PageCopy({self.url!r}, {self.status}, {len(self.html)} characters)"
+
+
 class NullRecorder:
     """For work that is not persisted (synchronous fetch): steps go nowhere and nothing cancels it."""
 
-    def step(self, *, action: str, url: str, observation: str, screenshot: bytes | None, duration_ms: int) -> None:
+    def step(
+        self,
+        *,
+        action: str,
+        url: str,
+        observation: str,
+        screenshot: bytes | None,
+        duration_ms: int,
+        page: PageCopy | None = None,
+    ) -> None:
         pass
 
     def checkpoint(self) -> None:
@@ -44,7 +67,18 @@ class RunAborted(Exception):
 
 
 class Recorder(Protocol):
-    def step(self, *, action: str, url: str, observation: str, screenshot: bytes | None, duration_ms: int) -> None: ...
+    def step(
+        self,
+        *,
+        action: str,
+        url: str,
+        observation: str,
+        screenshot: bytes | None,
+        duration_ms: int,
+        page: PageCopy | None = None,
+    ) -> None:
+        """One step of the trace; `page`: the page this step loaded, to archive."""
+        ...
 
     def checkpoint(self) -> None:
         """Called often during long waits; raises RunAborted when the run must stop."""

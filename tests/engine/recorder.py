@@ -13,9 +13,16 @@ class ListRecorder:
     checkpoints: int = 0
     abort_after: int | None = None
 
-    def step(self, *, action, url, observation, screenshot, duration_ms) -> None:
+    def step(self, *, action, url, observation, screenshot, duration_ms, page=None) -> None:
         self.steps.append(
-            {"action": action, "url": url, "observation": observation, "screenshot": screenshot, "ms": duration_ms}
+            {
+                "action": action,
+                "url": url,
+                "observation": observation,
+                "screenshot": screenshot,
+                "ms": duration_ms,
+                "page": page,
+            }
         )
 
     def checkpoint(self) -> None:

@@ -221,7 +221,26 @@ def test_runs_export_writes_csv_and_json(data_dir, site, tmp_path):
     assert bad.returncode == 2 and "--since" in bad.stderr
 
 
-@pytest.mark.parametrize("command", ["fetch", "extract", "agent", "search", "runs export"])
+def test_runs_reextract_reads_the_archive_and_prints_the_new_json(data_dir, site, tmp_path):
+    first = {"type": "object", "properties": {"name": RULES["properties"]["name"]}}
+    extracted = manage(data_dir, "extract", site.url("/product"), "--schema", json.dumps(first), "--json")
+    run_id = json.loads(extracted.stdout)["id"]
+    hits = site.hits("/product")
+    schema = tmp_path / "more.json"
+    schema.write_text(json.dumps(RULES))
+    done = manage(data_dir, "runs", "reextract", run_id, "--schema", f"@{schema}")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"name": "Trail shoe", "price": "89,90 €"}
+    assert site.hits("/product") == hits
+    as_json = manage(data_dir, "runs", "reextract", run_id, "--json")
+    again = json.loads(as_json.stdout)
+    assert again["spec"]["source"]["archivedRun"] == run_id and again["result"] == {"name": "Trail shoe"}
+    assert again["drift"]["comparedWith"] == run_id
+    nothing = manage(data_dir, "runs", "reextract", "00000000-0000-0000-0000-000000000000")
+    assert nothing.returncode == 2 and nothing.stderr.startswith("error: There is no run")
+
+
+@pytest.mark.parametrize("command", ["fetch", "extract", "agent", "search", "runs export", "runs reextract"])
 def test_help_explains_every_option_the_readme_documents(command, capsys):
     documented = README_OPTIONS[command]
     with pytest.raises(SystemExit) as exited:

@@ -8,7 +8,8 @@ import pytest
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from runs import resources, services
+from runs import archive, resources, services
+from runs.engine.spec import PageCopy
 from runs.models import IllegalTransition, Run
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -79,18 +80,22 @@ def test_reaper_requeues_an_expired_lease_and_the_old_attempt_is_fenced_off(sett
     assert frames(retried) == [("run-queued", None), ("run-started", 1), ("run-queued", None), ("run-started", 2)]
 
 
-def test_a_fenced_off_attempt_cannot_overwrite_the_new_attempts_screenshot(settings, tmp_path):
+def test_a_fenced_off_attempt_cannot_overwrite_the_new_attempts_screenshot_or_leave_its_page(settings, tmp_path):
     settings.DATA_DIR = tmp_path
     run = services.run_claim(run_id=str(queued_run().id), worker="w:1")
     expire(run)
     services.run_reap_expired()
     retried = services.run_claim(run_id=str(run.id), worker="w:2")
     step = {"index": 0, "action": "navigate", "url": "", "observation": "", "duration_ms": 0}
-    assert services.run_record_step(run=retried, screenshot=b"new attempt's picture", **step) is True
-    assert services.run_record_step(run=run, screenshot=b"old attempt's picture", **step) is False
+    new_page = PageCopy("http://example.com/", 200, "text/html", "<p>new</p>")
+    old_page = PageCopy("http://example.com/", 200, "text/html", "<p>old</p>")
+    assert services.run_record_step(run=retried, screenshot=b"new attempt's picture", page=new_page, **step) is True
+    assert services.run_record_step(run=run, screenshot=b"old attempt's picture", page=old_page, **step) is False
     folder = resources.screenshot_dir(run.pk)
     assert (folder / "0.jpg").read_bytes() == b"new attempt's picture"
     assert [path.name for path in folder.iterdir()] == ["0.jpg"]  # nothing of the old attempt left behind
+    assert [path.name for path in archive.archive_dir(run.pk).iterdir()] == ["2-0.html.gz"]
+    assert archive.read_page(retried.steps.get(index=0)).html == "<p>new</p>"
 
 
 def test_reaper_fails_a_run_after_its_last_attempt(settings):

@@ -251,6 +251,40 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/runs/{id}/reextract": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** @description Extract again from the page this run archived (no request leaves the machine); drift against its result. */
+    post: operations["runs_reextract_create"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/runs/{id}/steps/{index}/page": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description The HTML a step loaded, as archived: a download that no browser renders in the service's origin. */
+    get: operations["runs_steps_page_retrieve"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/runs/{id}/steps/{index}/screenshot": {
     parameters: {
       query?: never;
@@ -347,6 +381,45 @@ export interface components {
       storageStatePath?: string;
       options?: components["schemas"]["OptionsRequest"];
     };
+    /**
+     * @description Re-extraction: the archived page an extract run reads instead of the network (POST /api/runs/:id/reextract
+     *     fills it in).
+     */
+    ArchiveSource: {
+      /**
+       * Format: uuid
+       * @description The run whose archived page is read.
+       */
+      archivedRun: string;
+      /** @description The step of that run that loaded the page. */
+      step: number;
+    };
+    /**
+     * @description Re-extraction: the archived page an extract run reads instead of the network (POST /api/runs/:id/reextract
+     *     fills it in).
+     */
+    ArchiveSourceRequest: {
+      /**
+       * Format: uuid
+       * @description The run whose archived page is read.
+       */
+      archivedRun: string;
+      /** @description The step of that run that loaded the page. */
+      step: number;
+    };
+    /** @description The page a step loaded, as archived (runs/archive.py). */
+    ArchivedPage: {
+      /** @description Download the HTML (an attachment, never rendered by the service). */
+      href: string;
+      /** @description Where the page ended up. */
+      url: string;
+      status: number;
+      contentType: string;
+      /** @description Size of the HTML kept. */
+      bytes: number;
+      /** @description The page was longer than ARCHIVE_MAX_BYTES: its beginning is kept. */
+      truncated: boolean;
+    };
     Batch: {
       /** Format: uuid */
       readonly id: string;
@@ -438,6 +511,8 @@ export interface components {
       /** @description A Playwright storage-state file in the data directory (instead of profile). */
       storageStatePath?: string;
       options?: components["schemas"]["OptionsRequest"];
+      /** @description Extract runs: read this archived page instead of loading url (no request is made). */
+      source?: components["schemas"]["ArchiveSourceRequest"];
     };
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
     FetchRequestRequest: {
@@ -679,6 +754,23 @@ export interface components {
       };
       instruction?: string;
     };
+    /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
+    ReextractOptionsRequest: {
+      /** @description Model name for this run only. */
+      model?: string;
+    };
+    /** @description POST /api/runs/:id/reextract: what changes from the source run; each defaults to the source run's. */
+    ReextractRequest: {
+      /** @description A JSON schema for the result (default: the run's). */
+      schema?: {
+        [key: string]: unknown;
+      };
+      /** @description What to extract (default: the run's). */
+      instruction?: string;
+      options?: components["schemas"]["ReextractOptionsRequest"];
+      /** @description The step whose archived page to read (default: the last one). */
+      step?: number;
+    };
     /** @enum {string} */
     RenderEnum: "auto" | "browser" | "http";
     Run: {
@@ -763,6 +855,8 @@ export interface components {
       /** @description A Playwright storage-state file in the data directory (instead of profile). */
       storageStatePath?: string;
       options?: components["schemas"]["Options"];
+      /** @description Extract runs: read this archived page instead of loading url (no request is made). */
+      source?: components["schemas"]["ArchiveSource"];
     };
     RunSpecRequest:
       | components["schemas"]["FetchRunSpecRequest"]
@@ -839,6 +933,7 @@ export interface components {
       readonly url: string;
       readonly observation: string;
       readonly screenshot: string | null;
+      readonly page: components["schemas"]["ArchivedPage"] | null;
       /** Format: date-time */
       readonly at: string;
       durationMs: number;
@@ -2309,6 +2404,172 @@ export interface operations {
       };
       /** @description The body was not sent as JSON (Content-Type: application/json). */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  runs_reextract_create: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A UUID string identifying this run. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        "application/json": components["schemas"]["ReextractRequest"];
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Run"];
+        };
+      };
+      /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No API key, or a key that is not valid (or revoked). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description A playground session write without its CSRF token, or a refused origin. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No such object. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Conflicts with the current state (a taken name, a finished run). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The request body is larger than API_MAX_BODY_BYTES. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The body was not sent as JSON (Content-Type: application/json). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  runs_steps_page_retrieve: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A UUID string identifying this run. */
+        id: string;
+        index: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "text/html": string;
+        };
+      };
+      /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No API key, or a key that is not valid (or revoked). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description A playground session write without its CSRF token, or a refused origin. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No such object. */
+      404: {
         headers: {
           [name: string]: unknown;
         };

@@ -68,6 +68,7 @@ describe("the live view's state", () => {
             url: "u",
             observation: "x".repeat(5000),
             screenshot: null,
+            page: null,
             at: "t",
             durationMs: 12,
           },

@@ -6,19 +6,20 @@ from pathlib import Path
 
 from django.core.management.base import CommandError, CommandParser
 
-from runs import export
-from runs.cli import OPTION_NAMES, RunCommand, drift_line, error_text, step_line
+from runs import export, services
+from runs.cli import OPTION_NAMES, RunCommand, add_run_options, drift_line, error_text, step_line
 from runs.models import Run
 from runs.serializers import RunDetailSerializer, RunFilterSerializer, RunSerializer
-from service.kernel.cli import check_writable, for_terminal, positive_int, problems_line
+from service.kernel.cli import check_writable, for_terminal, positive_int, problems_line, read_json_option
 
 FILTER_OPTIONS = {name: f"--{name}" for name in ("query", "kind", "status", "batch", "since", "until")}
 
 
 class Command(RunCommand):
     help = (
-        "Run history: list runs (newest first), show one run with its steps, export runs as JSON or CSV. Exit 0 on "
-        "success, 2 on bad usage or input (an unknown run, a bad filter, an --out that cannot be written)."
+        "Run history: list runs (newest first), show one run with its steps, re-extract from a run's archived page, "
+        "export runs as JSON or CSV. Exit 0 on success, 1 if a re-extraction failed, 2 on bad usage or input (an "
+        "unknown run, a bad filter, an --out that cannot be written)."
     )
     option_names = {**OPTION_NAMES, **FILTER_OPTIONS}
 
@@ -34,6 +35,17 @@ class Command(RunCommand):
         show = actions.add_parser("show", help="One run with its result or error and every step.")
         show.add_argument("id", help="The run's id.")
         show.add_argument("--json", action="store_true", dest="as_json", help="Print the run as JSON (as the API).")
+        again = actions.add_parser(
+            "reextract",
+            help="Extract again from the page a run archived (no request is made): another schema, instruction or "
+            "model; prints the JSON and how it differs from the run's result.",
+        )
+        again.add_argument("id", help="The run whose archived page to read.")
+        again.add_argument("--schema", help="JSON schema of the result: inline JSON, or @file (default: the run's).")
+        again.add_argument("--instruction", help="What to extract, in words (default: the run's).")
+        again.add_argument("--model", help="The model for this extraction (default: the run's, or MODEL_NAME).")
+        again.add_argument("--step", type=int, help="The step whose page to read (default: the last archived one).")
+        add_run_options(again, state=False)
         dump = actions.add_parser("export", help="Runs and their results as a JSON array or a CSV file.")
         dump.add_argument("--format", required=True, choices=list(export.FORMATS), help="json or csv.")
         dump.add_argument("--query", help="Only replays of this saved query.")
@@ -79,13 +91,7 @@ class Command(RunCommand):
             )
 
     def _show(self, *, id: str, as_json: bool, **_) -> None:
-        try:
-            run_id = uuid.UUID(id)
-        except ValueError:
-            raise CommandError(f"There is no run {id}.", returncode=2) from None
-        run = Run.objects.with_step_count().prefetch_related("steps").filter(pk=run_id).first()
-        if run is None:
-            raise CommandError(f"There is no run {id}.", returncode=2)
+        run = self._run(id)
         data = RunDetailSerializer(run).data
         if as_json:
             self.stdout.write(json.dumps(data, indent=2))
@@ -108,6 +114,34 @@ class Command(RunCommand):
         if run.result is not None:
             self.stdout.write("result:")
             self.stdout.write(for_terminal(json.dumps(run.result, indent=2, ensure_ascii=False), self.stdout))
+
+    def _reextract(self, *, id: str, schema: str | None, instruction: str | None, model: str | None, step, **options):
+        source = self._run(id)
+        changes: dict = {"schema": read_json_option(schema, "--schema")} if schema else {}
+        if instruction is not None:
+            changes["instruction"] = instruction
+        if model:
+            changes["options"] = {"model": model}
+        if step is not None:
+            changes["step"] = step
+        spec = services.reextract_spec(source=source, changes=changes)
+        spec["options"] = {**spec.get("options", {}), "timeoutMs": options["timeout_ms"]}
+        run = self.run_spec(spec, options)
+        if run is not None and not options["as_json"]:
+            self.stdout.write(for_terminal(json.dumps(run.result, indent=2, ensure_ascii=False), self.stdout))
+            drift = drift_line(run.drift)
+            if drift:
+                self.follower.say(drift)
+
+    def _run(self, id: str) -> Run:
+        try:
+            run_id = uuid.UUID(id)
+        except ValueError:
+            raise CommandError(f"There is no run {id}.", returncode=2) from None
+        run = Run.objects.with_step_count().prefetch_related("steps").filter(pk=run_id).first()
+        if run is None:
+            raise CommandError(f"There is no run {id}.", returncode=2)
+        return run
 
     def _export(self, *, format: str, out: str | None, **given) -> None:
         wanted = {key: given[key] for key in ("query", "kind", "status", "batch", "since", "until") if given[key]}

@@ -13,6 +13,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.archive import prune_archives
 from runs.engine.browser import sandbox_state
 from runs.services import run_reap_expired
 from runs.stream import prune_events
@@ -85,6 +86,7 @@ class Command(BaseCommand):
                 run_reap_expired()
                 if time.monotonic() >= next_prune:
                     prune_events()
+                    prune_archives()
                     next_prune = time.monotonic() + PRUNE_INTERVAL_SECONDS
             except Exception as error:  # the database may be briefly unavailable; try again next tick
                 self.stderr.write(f"reaper: {error}")
