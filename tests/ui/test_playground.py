@@ -268,6 +268,39 @@ def test_extract_with_selector_schema_save_as_query_and_replay(ui, site):
     expect(page.get_by_text("No saved queries yet.")).to_be_visible()
 
 
+def test_reextract_a_run_from_its_archived_page_with_another_schema(ui, site):
+    name_only = {"type": "object", "properties": {"name": PRODUCT_SCHEMA["properties"]["name"]}}
+    created = ui.live.post("/api/runs", {"kind": "extract", "url": site.url("/product?re=1"), "schema": name_only})
+    assert created.status_code == 201, created.text
+    run_id = created.json()["id"]
+    ui.sign_in()
+    page = ui.page
+    ui.goto(f"/runs/{run_id}/live")
+    wait_for_status(page, "succeeded")
+    page.get_by_role("link", name="Open run detail").click()
+    expect(page.get_by_role("link", name="Archived page")).to_have_attribute(
+        "href", f"/api/runs/{run_id}/steps/0/page"
+    )
+    hits = site.hits("/product")
+
+    page.get_by_role("button", name="Re-extract").click()
+    dialog = page.get_by_role("dialog", name="Re-extract")
+    expect(dialog.get_by_label("Schema")).to_have_value(re.compile(r'"x-selector": "h1"'))
+    dialog.get_by_label("Schema").fill(json.dumps(PRODUCT_SCHEMA, indent=2))
+    ui.snap("15-reextract", full_page=False)
+    dialog.get_by_role("button", name="Re-extract").click()
+
+    expect(page).to_have_url(re.compile(r"/live$"))
+    wait_for_status(page, "succeeded")
+    expect(page.get_by_role("list", name="Result as a tree")).to_contain_text('"89,90 €"')
+    page.get_by_role("link", name="Open run detail").click()
+    drift = page.get_by_role("region", name="Drift")
+    expect(drift).to_contain_text("Appeared")
+    expect(drift.get_by_role("link", name=re.compile("^run "))).to_have_attribute("href", f"/runs/{run_id}")
+    assert site.hits("/product") == hits  # the page was read from the archive
+    ui.snap("16-reextract-drift")
+
+
 def test_import_a_profile_see_its_badge_and_delete_it(ui, tmp_path):
     ui.sign_in()
     page = ui.page

@@ -1,5 +1,16 @@
 import { api, query } from "./client";
-import type { Profile, Run, RunDetail, RunKind, RunPage, RunSpec, RunStatus, SavedQuery, Session } from "./types";
+import type {
+  Profile,
+  Reextract,
+  Run,
+  RunDetail,
+  RunKind,
+  RunPage,
+  RunSpec,
+  RunStatus,
+  SavedQuery,
+  Session,
+} from "./types";
 
 export const session = {
   get: () => api<Session>("/api/session"),
@@ -33,6 +44,8 @@ export const runs = {
     api<RunPage>(`/api/runs${query({ ...filterParams(filter), cursor, limit })}`, { signal }),
   get: (id: string, signal?: AbortSignal) => api<RunDetail>(`/api/runs/${encodeURIComponent(id)}`, { signal }),
   cancel: (id: string) => api<Run>(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST" }),
+  reextract: (id: string, changes: Reextract) =>
+    api<Run>(`/api/runs/${encodeURIComponent(id)}/reextract`, { method: "POST", body: changes }),
 };
 
 export function exportUrl(format: "json" | "csv", filter: RunFilter): string {

@@ -1,5 +1,5 @@
 import { useState } from "react";
-import { formatDateTime, formatDuration } from "../lib/format";
+import { formatBytes, formatDateTime, formatDuration } from "../lib/format";
 import type { LiveStep } from "../lib/liveRun";
 import { Modal } from "./Modal";
 
@@ -81,6 +81,17 @@ export function StepCard({ step, live }: { step: LiveStep; live?: boolean }) {
           <Observation text={step.observation} truncated={live && step.truncated} />
           {step.screenshot && <ScreenshotThumb src={step.screenshot} label={`Screenshot of step ${step.index + 1}`} />}
         </div>
+        {step.page && (
+          <p className="step-page">
+            <a href={step.page.href} download>
+              Archived page
+            </a>{" "}
+            <span className="muted">
+              HTTP {step.page.status}, {formatBytes(step.page.bytes)}
+              {step.page.truncated ? ", cut at ARCHIVE_MAX_BYTES" : ""}
+            </span>
+          </p>
+        )}
       </div>
     </li>
   );

@@ -2,7 +2,7 @@
 // Both sources overlap (a read after connecting repeats what frames said, a replay repeats a read), so every
 // update is keyed: steps by index, status only moves forward.
 
-import type { RunDetail, RunError, RunFrame, RunStatus } from "../api/types";
+import type { ArchivedPage, RunDetail, RunError, RunFrame, RunStatus } from "../api/types";
 import { isFinal } from "../api/types";
 
 export interface LiveStep {
@@ -13,6 +13,8 @@ export interface LiveStep {
   /** The frame carried only the first 2000 characters; the run detail has all of it. */
   truncated: boolean;
   screenshot: string | null;
+  /** The page the step loaded, archived (a run detail says; frames do not). */
+  page?: ArchivedPage | null;
   at: string | null;
   durationMs: number | null;
 }

@@ -6,6 +6,7 @@ import { isFinal, type Drift, type RunDetail as RunDetailType } from "../api/typ
 import { DriftSummary } from "../components/Drift";
 import { JsonView } from "../components/JsonTree";
 import { Modal } from "../components/Modal";
+import { Reextract, hasArchivedPage } from "../components/Reextract";
 import { ResultView } from "../components/ResultView";
 import { StepList } from "../components/Steps";
 import {
@@ -121,6 +122,7 @@ export function RunDetail() {
   const navigate = useNavigate();
   const resource = useResource((signal) => runs.get(id, signal), [id]);
   const [saving, setSaving] = useState(false);
+  const [reextracting, setReextracting] = useState(false);
   const [actionError, setActionError] = useState<unknown>(null);
   const run = resource.data;
   const running = run ? !isFinal(run.status) : false;
@@ -186,6 +188,11 @@ export function RunDetail() {
                 Save as query
               </button>
             )}
+            {hasArchivedPage(run) && (
+              <button type="button" className="button" onClick={() => setReextracting(true)}>
+                Re-extract
+              </button>
+            )}
             <button type="button" className="button" onClick={() => navigate("/", { state: { spec: run.spec } })}>
               Run again
             </button>
@@ -193,6 +200,7 @@ export function RunDetail() {
         }
       />
       {saving && <SaveAsQuery runId={run.id} onClose={() => setSaving(false)} />}
+      {reextracting && <Reextract run={run} onClose={() => setReextracting(false)} />}
       {actionError !== null && <ErrorBanner error={actionError} />}
       {running && (
         <div className="banner banner-info" role="status">
