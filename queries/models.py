@@ -14,6 +14,10 @@ class SavedQuery(models.Model):
     url = models.CharField(max_length=2048)
     schema = models.JSONField()
     instruction = models.TextField(blank=True, default="")
+    # The model's answer of a replay compiled into rules verified on its page (runs/engine/compile.py):
+    # {"schema", "fields", "fromRun", "verifiedAt"}; replays run them before the model. compile=False opts out.
+    compiled = models.JSONField(null=True, blank=True)
+    compile = models.BooleanField(default=True)
     run_count = models.PositiveIntegerField(default=0)
     last_run_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -38,4 +42,8 @@ class SavedQuery(models.Model):
         chosen = self.instruction if instruction is None else instruction
         if chosen:
             spec["instruction"] = chosen
+        if self.compile:
+            spec["compile"] = True
+        if self.compiled:
+            spec["compiled"] = self.compiled
         return spec

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-from drf_spectacular.utils import PolymorphicProxySerializer
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from queries.models import SavedQuery
 from runs.engine.extract_rules import rule_problems
 from runs.serializers import (
+    CompiledRulesSerializer,
     JsonSchemaField,
     OptionsSerializer,
     PageUrlField,
@@ -27,7 +28,18 @@ def validate_schema(value: object) -> object:
     return value
 
 
+COMPILE_HELP = "Compile a replay's model answer into rules that later replays run first (default true; false opts out)."
+
+
+@extend_schema_field(CompiledRulesSerializer(allow_null=True))
+class CompiledField(serializers.JSONField):
+    pass
+
+
 class SavedQuerySerializer(serializers.ModelSerializer):
+    compiled = CompiledField(
+        allow_null=True, help_text="The rules a replay's answer compiled into; null until one did (or compile is off)."
+    )
     runCount = serializers.IntegerField(source="run_count")
     lastRunAt = serializers.DateTimeField(source="last_run_at", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
@@ -35,7 +47,18 @@ class SavedQuerySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = SavedQuery
-        fields = ["name", "url", "schema", "instruction", "runCount", "lastRunAt", "createdAt", "updatedAt"]
+        fields = [
+            "name",
+            "url",
+            "schema",
+            "instruction",
+            "compile",
+            "compiled",
+            "runCount",
+            "lastRunAt",
+            "createdAt",
+            "updatedAt",
+        ]
         read_only_fields = fields
 
 
@@ -46,6 +69,7 @@ class QuerySpecSerializer(StrictSerializer):
     url = PageUrlField(validators=[validate_target_url])
     schema = JsonSchemaField(validators=[validate_schema])
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
+    compile = serializers.BooleanField(required=False, help_text=COMPILE_HELP)
 
 
 class QueryCreateSerializer(StrictSerializer):
@@ -53,6 +77,7 @@ class QueryCreateSerializer(StrictSerializer):
     url = PageUrlField(validators=[validate_target_url], required=False)
     schema = JsonSchemaField(validators=[validate_schema], required=False)
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
+    compile = serializers.BooleanField(required=False, help_text=COMPILE_HELP)
     fromRun = serializers.UUIDField(
         required=False, help_text="Promote a past extract run: copies its url, schema, instruction."
     )
@@ -78,10 +103,20 @@ QUERY_CREATE = PolymorphicProxySerializer(
     component_name="QueryCreate",
     serializers=[
         document_shape(QueryCreateSerializer, "QueryFromSpec", drop={"fromRun"}, require=("url", "schema")),
-        document_shape(QueryCreateSerializer, "QueryFromRun", keep={"name", "fromRun"}, require=("fromRun",)),
+        document_shape(
+            QueryCreateSerializer, "QueryFromRun", keep={"name", "fromRun", "compile"}, require=("fromRun",)
+        ),
     ],
     resource_type_field_name=None,
 )
+
+
+class QueryCompileSerializer(StrictSerializer):
+    """POST /api/queries/:name/compile."""
+
+    fromRun = serializers.UUIDField(
+        required=False, help_text="Compile this run's answer (default: the query's last successful model replay)."
+    )
 
 
 class QueryReplaySerializer(StrictSerializer):

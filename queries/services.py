@@ -1,4 +1,4 @@
-"""Saved queries: create, promote from a run, edit, delete, replay."""
+"""Saved queries: create, promote from a run, edit, delete, replay, compile."""
 
 from __future__ import annotations
 
@@ -6,7 +6,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from queries.models import SavedQuery
-from queries.serializers import QueryCreateSerializer, QueryReplaySerializer
+from queries.serializers import QueryCompileSerializer, QueryCreateSerializer, QueryReplaySerializer
+from runs import archive
+from runs.engine.compile import compile_answer
 from runs.models import Run
 from runs.serializers import schema_rule_errors
 from runs.services import run_submit
@@ -26,15 +28,17 @@ def _name_taken(name: str) -> ServiceError:
     )
 
 
-def query_create(*, name: str, url: str, schema: dict, instruction: str = "") -> SavedQuery:
+def query_create(*, name: str, url: str, schema: dict, instruction: str = "", compile: bool = True) -> SavedQuery:
     try:
         with transaction.atomic():
-            return SavedQuery.objects.create(name=name, url=url, schema=schema, instruction=instruction)
+            return SavedQuery.objects.create(
+                name=name, url=url, schema=schema, instruction=instruction, compile=compile
+            )
     except IntegrityError:
         raise _name_taken(name) from None
 
 
-def query_from_run(*, name: str, run_id: str) -> SavedQuery:
+def query_from_run(*, name: str, run_id: str, compile: bool = True) -> SavedQuery:
     """Promote a past extract run: its url, schema and instruction become the saved query."""
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
@@ -55,7 +59,11 @@ def query_from_run(*, name: str, run_id: str) -> SavedQuery:
             fields={"fromRun": [f"{first}: {messages[0]}"]},
         )
     return query_create(
-        name=name, url=run.spec["url"], schema=run.spec["schema"], instruction=run.spec.get("instruction", "")
+        name=name,
+        url=run.spec["url"],
+        schema=run.spec["schema"],
+        instruction=run.spec.get("instruction", ""),
+        compile=compile,
     )
 
 
@@ -66,11 +74,13 @@ def query_update(*, query: SavedQuery, changes: dict) -> SavedQuery:
             "A saved query's name cannot change (its runs keep it); save a new query instead.",
             fields={"name": ["Cannot change."]},
         )
-    for field in ("url", "schema", "instruction"):
+    if ("schema" in changes and changes["schema"] != query.schema) or changes.get("compile") is False:
+        query.compiled = None  # rules of another schema, or no longer wanted
+    for field in ("url", "schema", "instruction", "compile"):
         if field in changes:
             setattr(query, field, changes[field])
     query.updated_at = timezone.now()
-    query.save(update_fields=["url", "schema", "instruction", "updated_at"])
+    query.save(update_fields=["url", "schema", "instruction", "compile", "compiled", "updated_at"])
     return query
 
 
@@ -85,10 +95,15 @@ def query_save(request: dict) -> SavedQuery:
     body = QueryCreateSerializer(data=request)
     body.is_valid(raise_exception=True)
     data = body.validated_data
+    compile = data.get("compile", True)
     if "fromRun" in data:
-        return query_from_run(name=data["name"], run_id=str(data["fromRun"]))
+        return query_from_run(name=data["name"], run_id=str(data["fromRun"]), compile=compile)
     return query_create(
-        name=data["name"], url=data["url"], schema=data["schema"], instruction=data.get("instruction", "")
+        name=data["name"],
+        url=data["url"],
+        schema=data["schema"],
+        instruction=data.get("instruction", ""),
+        compile=compile,
     )
 
 
@@ -105,3 +120,72 @@ def query_replay(*, query: SavedQuery, overrides: dict) -> Run:
         run = run_submit(spec=spec, query=query.name, query_since=query.created_at)
         query.count_replay()
     return run
+
+
+def keep_compiled(*, run: Run, compiled: dict, **_) -> None:
+    """runs.signals.answer_compiled: a replay's answer compiled into rules; the query it replayed keeps them, unless
+    it opted out, or it changed (another schema, or a new query under the old name) since the run was submitted."""
+    if not run.query:
+        return
+    query = SavedQuery.objects.filter(name=run.query, created_at__lte=run.created_at).first()
+    if query is None or not query.compile or query.schema != run.spec.get("schema"):
+        return
+    SavedQuery.objects.filter(pk=query.pk).update(compiled=compiled)
+
+
+def query_compile(*, query: SavedQuery, request: object) -> SavedQuery:
+    """Compile a run's model answer into the query's rules, verified on the page the run archived: the run named by
+    `fromRun` (QueryCompileSerializer), else the query's last successful replay that the model answered."""
+    body = QueryCompileSerializer(data=request)
+    body.is_valid(raise_exception=True)
+    if "fromRun" in body.validated_data:
+        run_id = str(body.validated_data["fromRun"])
+        run = Run.objects.filter(pk=run_id, kind=Run.Kind.EXTRACT, status=Run.Status.SUCCEEDED).first()
+        if run is None:
+            raise ServiceError("not_found", f"There is no successful extract run {run_id}.", status_code=404)
+    else:
+        run = (
+            Run.objects.filter(
+                query=query.name,
+                status=Run.Status.SUCCEEDED,
+                extracted_by__in=["model", "mixed"],
+                created_at__gte=query.created_at,
+            )
+            .order_by("-finished_at")
+            .first()
+        )
+        if run is None:
+            raise ServiceError(
+                "no_model_run",
+                f"Query {query.name!r} has no successful replay answered by the model to compile; replay it first.",
+                status_code=409,
+            )
+    if run.spec.get("schema") != query.schema:
+        raise ServiceError(
+            "schema_differs", f"Run {run.pk} extracted with another schema than {query.name!r} has.", status_code=409
+        )
+    step = run.steps.filter(page__isnull=False).order_by("-index").first()
+    page = archive.read_page(step) if step is not None else None
+    if page is None:
+        raise ServiceError(
+            "no_archived_page", f"Run {run.pk} has no archived page (none was kept, or it was pruned).", status_code=409
+        )
+    compiled = compile_answer(page.html, page.url, query.schema, run.result)
+    if compiled.rule_count == 0:
+        raise ServiceError(
+            "nothing_compiled", f"No field of run {run.pk}'s answer could be found again in its page.", status_code=409
+        )
+    query.compiled = {
+        "schema": compiled.schema,
+        "fields": compiled.fields,
+        "fromRun": str(run.pk),
+        "verifiedAt": timezone.now().isoformat(),
+    }
+    query.save(update_fields=["compiled"])
+    return query
+
+
+def query_uncompile(*, query: SavedQuery) -> None:
+    """Drop the compiled rules: replays go to the model again (and compile anew unless compile is off)."""
+    query.compiled = None
+    query.save(update_fields=["compiled"])

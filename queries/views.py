@@ -12,6 +12,7 @@ from queries import services
 from queries.models import SavedQuery
 from queries.serializers import (
     QUERY_CREATE,
+    QueryCompileSerializer,
     QueryReplaySerializer,
     QuerySpecSerializer,
     SavedQuerySerializer,
@@ -57,6 +58,19 @@ class SavedQueryViewSet(viewsets.ViewSet):
     @extend_schema(responses={204: None, **errors(404)})
     def destroy(self, request: Request, name: str) -> Response:
         services.query_delete(query=services.query_get(name=name))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=QueryCompileSerializer, responses={200: SavedQuerySerializer, **errors(404, 409)})
+    @action(detail=True, methods=["post"], url_path="compile")
+    def compile(self, request: Request, name: str) -> Response:
+        """Compile a replay's model answer into rules that later replays run first."""
+        query = services.query_compile(query=services.query_get(name=name), request=request.data)
+        return Response(SavedQuerySerializer(query).data)
+
+    @compile.mapping.delete
+    @extend_schema(responses={204: None, **errors(404)})
+    def uncompile(self, request: Request, name: str) -> Response:
+        services.query_uncompile(query=services.query_get(name=name))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(request=QueryReplaySerializer, responses={201: RunSerializer, **errors(404)})

@@ -34,7 +34,7 @@ CHUNK_CHARS = 64 * 1024
 # the database holds and written as they are: decoding and re-encoding them took some 40% longer.
 JSON_OBJECT = (
     '{"id":"%s","kind":%s,"status":%s,"url":%s,"spec":%s,"query":%s,"batch":%s,"attempts":%d,'
-    '"result":%s,"error":%s,"drift":%s,"usage":%s,"createdAt":%s,"startedAt":%s,"finishedAt":%s}'
+    '"result":%s,"error":%s,"drift":%s,"usage":%s,"extractedBy":%s,"createdAt":%s,"startedAt":%s,"finishedAt":%s}'
 )
 JSON_FIELDS = (
     "id",
@@ -49,6 +49,7 @@ JSON_FIELDS = (
     Cast("error", TextField()),
     Cast("drift", TextField()),
     Cast("usage", TextField()),
+    "extracted_by",
 )
 TIMESTAMPS = ("created_at", "started_at", "finished_at")
 json_string = json.encoder.encode_basestring  # a str as a JSON string, non-ASCII kept as it is (as DRF does)
@@ -104,7 +105,8 @@ def _batched(pieces: Iterable[str]) -> Iterator[list[str]]:
 
 def json_object(row: tuple, zone: tzinfo) -> str:
     """One run as JSON, from a row of JSON_FIELDS and TIMESTAMPS."""
-    id_, kind, status, url, spec, query, batch, attempts, result, error, drift, usage, created, started, finished = row
+    id_, kind, status, url, spec, query, batch, attempts, result, error, drift, usage, extracted_by, *times = row
+    created, started, finished = times
     return JSON_OBJECT % (
         id_,
         json_string(kind),
@@ -118,6 +120,7 @@ def json_object(row: tuple, zone: tzinfo) -> str:
         error or "null",
         drift or "null",
         usage or "null",
+        json_string(extracted_by) if extracted_by else "null",
         "null" if created is None else f'"{iso(created, zone)}"',
         "null" if started is None else f'"{iso(started, zone)}"',
         "null" if finished is None else f'"{iso(finished, zone)}"',

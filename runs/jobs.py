@@ -11,12 +11,14 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import connection
+from django.utils import timezone
 
 from profiles.credentials import CredentialNotFound, CredentialStore
 from profiles.store import ProfileExists, ProfileStore
-from runs import archive, queue, services
+from runs import archive, queue, services, signals
 from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.browser import Browser, process_browser
+from runs.engine.compile import Compiled
 from runs.engine.extract import ExtractSpec, SchemaMismatch, extract
 from runs.engine.fetch import fetch
 from runs.engine.llm import ModelSettings, make_model
@@ -121,11 +123,13 @@ def model_settings(spec: dict) -> ModelSettings | None:
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a run produced: its result and the model tokens it used."""
+    """What a run produced: its result, the model tokens it used, who extracted it, what its answer compiled into."""
 
     result: object
     input_tokens: int = 0
     output_tokens: int = 0
+    extracted_by: str = ""
+    compiled: Compiled | None = None
 
 
 def archived_source(spec: dict) -> dict:
@@ -151,10 +155,12 @@ def _execute(run: Run, recorder: RunRecorder) -> Outcome:
             page=page_spec(run.spec, run=True),
             schema=run.spec["schema"],
             instruction=run.spec.get("instruction", ""),
+            compiled=run.spec.get("compiled"),
+            compile=bool(run.spec.get("compile")),
             **archived_source(run.spec),
         )
         done = extract(spec, recorder, worker_browser(), make_model(model_config) if model_config else None)
-        return Outcome(done.data, done.input_tokens, done.output_tokens)
+        return Outcome(done.data, done.input_tokens, done.output_tokens, done.method, done.compiled)
     return _execute_agent(run, recorder)
 
 
@@ -242,5 +248,18 @@ def _execute_claimed(run: Run, recorder: RunRecorder) -> str:
             usage=usage(),
         )
         return "failed"
-    services.run_finish(run=run, result=outcome.result, usage=usage(outcome.input_tokens, outcome.output_tokens))
+    finished = services.run_finish(
+        run=run,
+        result=outcome.result,
+        usage=usage(outcome.input_tokens, outcome.output_tokens),
+        extracted_by=outcome.extracted_by,
+    )
+    if finished and outcome.compiled is not None:
+        compiled = {
+            "schema": outcome.compiled.schema,
+            "fields": outcome.compiled.fields,
+            "fromRun": run_id,
+            "verifiedAt": timezone.now().isoformat(),
+        }
+        signals.answer_compiled.send(sender=Run, run=run, compiled=compiled)
     return "succeeded"

@@ -127,6 +127,8 @@ class Run(models.Model):
     # Saved-query replays: what changed since the previous successful replay (runs/drift.py).
     drift = models.JSONField(null=True, blank=True)
     usage = models.JSONField(default=dict, blank=True)
+    # Extract runs: who filled the result: "rules", "model", or "mixed" (a saved query's compiled rules and the model).
+    extracted_by = models.CharField(max_length=8, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -180,7 +182,13 @@ class Run(models.Model):
         return Run.objects.renew_lease(run_id=self.pk, attempt=self.attempts, lease_seconds=lease_seconds)
 
     def finish(
-        self, *, result: object = None, error: dict | None = None, usage: dict | None = None, drift: dict | None = None
+        self,
+        *,
+        result: object = None,
+        error: dict | None = None,
+        usage: dict | None = None,
+        drift: dict | None = None,
+        extracted_by: str = "",
     ) -> bool:
         """succeeded (with a result) or failed (with an error, and any partial result worth keeping);
         False if this attempt no longer owns the run."""
@@ -197,6 +205,7 @@ class Run(models.Model):
             result=result,
             error=error,
             drift=drift,
+            extracted_by=extracted_by,
             usage=usage if usage is not None else self.usage,
             lease_expires_at=None,
             finished_at=timezone.now(),

@@ -188,7 +188,7 @@ class OptionsSerializer(StrictSerializer):
 
 KIND_FIELDS = {
     "fetch": set(),
-    "extract": {"schema", "instruction", "source"},
+    "extract": {"schema", "instruction", "source", "compiled", "compile"},
     "agent": {"goal", "cred", "saveProfile", "overwriteProfile"},
 }
 
@@ -202,6 +202,27 @@ class ArchiveSourceSerializer(StrictSerializer):
 
     def validate_archivedRun(self, value) -> str:
         return str(value)  # kept in the run's spec, which is JSON
+
+
+class CompiledRulesSerializer(StrictSerializer):
+    """A saved query's compiled rules (runs/engine/compile.py): the schema with a rule on each leaf that compiled,
+    and per leaf path who fills it."""
+
+    schema = JsonSchemaField(help_text="The query's schema with x-selector / x-source rules on compiled leaves.")
+    fields = serializers.DictField(
+        child=serializers.ChoiceField(choices=["rule", "model"]), help_text="Per leaf path: rule or model."
+    )
+    # Kept as given (JSON, in the run's spec): where the rules came from, for people reading the run.
+    fromRun = serializers.CharField(required=False, max_length=64, help_text="The run whose answer was compiled.")
+    verifiedAt = serializers.CharField(
+        required=False, max_length=64, help_text="When the rules reproduced that answer (ISO 8601)."
+    )
+
+    def validate_schema(self, value: object) -> object:
+        problems = rule_problems(value)
+        if problems:
+            raise serializers.ValidationError({path: [problem] for path, problem in problems.items()})
+        return value
 
 
 class RunSpecSerializer(StrictSerializer):
@@ -226,6 +247,12 @@ class RunSpecSerializer(StrictSerializer):
     options = OptionsSerializer(required=False)
     source = ArchiveSourceSerializer(
         required=False, help_text="Extract runs: read this archived page instead of loading url (no request is made)."
+    )
+    compiled = CompiledRulesSerializer(
+        required=False, help_text="Extract runs: rules tried before the model (a saved query's replay passes them)."
+    )
+    compile = serializers.BooleanField(
+        required=False, help_text="Extract runs: compile an answer that came from the model into rules."
     )
 
     def validate(self, attrs: dict) -> dict:
@@ -431,6 +458,19 @@ class RunSerializer(serializers.ModelSerializer):
     error = RunErrorField(allow_null=True)
     drift = DriftField(allow_null=True)
     usage = UsageField()
+    extractedBy = serializers.ChoiceField(
+        choices=["rules", "model", "mixed"],
+        source="extracted_by",
+        allow_null=True,
+        help_text="Extract runs: rules (no model call), model, or mixed (a saved query's compiled rules, the model for "
+        "the fields they do not fill).",
+    )
+
+    def to_representation(self, run):
+        data = super().to_representation(run)
+        data["extractedBy"] = run.extracted_by or None
+        return data
+
     stepCount = serializers.IntegerField(source="step_count", read_only=True, default=0)
     createdAt = serializers.DateTimeField(source="created_at")
     startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
@@ -452,6 +492,7 @@ class RunSerializer(serializers.ModelSerializer):
             "error",
             "drift",
             "usage",
+            "extractedBy",
             "stepCount",
             "createdAt",
             "startedAt",

@@ -191,7 +191,9 @@ def reextract_spec(*, source: Run, changes: object) -> dict:
     return spec
 
 
-def run_finish(*, run: Run, result: object = None, error: dict | None = None, usage: dict | None = None) -> bool:
+def run_finish(
+    *, run: Run, result: object = None, error: dict | None = None, usage: dict | None = None, extracted_by: str = ""
+) -> bool:
     """Record the outcome; a successful saved-query replay also records its drift from the previous success, and a
     re-extraction its drift from the extract run whose page it read."""
     with transaction.atomic():
@@ -213,7 +215,7 @@ def run_finish(*, run: Run, result: object = None, error: dict | None = None, us
             )
             if previous is not None:
                 drift = {"comparedWith": str(previous.pk), **result_drift(previous.result, result)}
-        if not run.finish(result=result, error=error, usage=usage, drift=drift):
+        if not run.finish(result=result, error=error, usage=usage, drift=drift, extracted_by=extracted_by):
             return False
         events.event_run_finished(run)
     return True

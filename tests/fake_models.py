@@ -6,6 +6,7 @@ Each replays a list of answers, one per request, and keeps every request body it
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -123,3 +124,28 @@ class FakeAnthropic(ScriptedModelServer):
             "stop_sequence": None,
             "usage": {"input_tokens": 200, "output_tokens": 40},
         }
+
+
+class GroundTruthOpenAI(FakeOpenAI):
+    """An OpenAI-compatible extraction model that knows the answers: for the page a prompt names (its URL), the
+    ground truth, cut to the properties of the schema the prompt asks for. It counts what it was asked."""
+
+    PAGE = re.compile(r"\n\nPage (\S+):\n<page>")
+    SCHEMA = re.compile(r"JSON schema:\n(.*?)\n\nPage ", re.DOTALL)
+
+    def __init__(self, truth: dict[str, dict]):
+        super().__init__([])
+        self.truth = truth
+
+    def answer(self, path: str, body: dict) -> tuple[int, dict]:
+        prompt = body["messages"][-1]["content"]
+        url, schema = self.PAGE.search(prompt)[1], json.loads(self.SCHEMA.search(prompt)[1])
+        if url not in self.truth:
+            return 200, self.reply(body, "{}")
+        return 200, self.reply(body, json.dumps(self.cut(self.truth[url], schema)))
+
+    @classmethod
+    def cut(cls, value, schema: dict):
+        if isinstance(value, dict) and isinstance(schema.get("properties"), dict):
+            return {key: cls.cut(value.get(key), child) for key, child in schema["properties"].items()}
+        return value

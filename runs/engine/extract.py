@@ -8,6 +8,7 @@ is validated with jsonschema and sent back with the errors at most MAX_REPAIRS t
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,10 +16,22 @@ from typing import Any
 from jsonschema import validators
 
 from runs.engine.browser import Browser
+from runs.engine.compile import (
+    MODEL,
+    RULE,
+    Compiled,
+    compile_answer,
+    filled_leaves_now_empty,
+    merge,
+    model_only,
+    rules_only,
+)
 from runs.engine.extract_rules import RuleError, extract_by_rules, is_rule_schema, rule_problems
 from runs.engine.fetch import load, load_archived, snapshot_markdown
 from runs.engine.llm import DeadlinePassed, Model
-from runs.engine.spec import EngineError, FetchSpec, PageCopy, Recorder
+from runs.engine.spec import EngineError, FetchSpec, LoadedPage, PageCopy, Recorder
+
+log = logging.getLogger(__name__)
 
 MAX_REPAIRS = 2
 PAGE_CHARACTERS = 60_000
@@ -38,15 +51,20 @@ class ExtractSpec:
     # Re-extraction: the archived page to read instead of loading page.url, and which run and step it is from.
     archived: PageCopy | None = None
     archived_from: str = ""
+    # A saved query's compiled rules ({"schema", "fields"}: runs/engine/compile.py), tried before the model.
+    compiled: dict | None = None
+    # Compile an answer that came from the model into rules (ExtractResult.compiled).
+    compile: bool = False
 
 
 @dataclass
 class ExtractResult:
     data: Any
-    method: str  # "rules" or "model"
+    method: str  # "rules", "model", or "mixed" (compiled rules, the model for the rest)
     input_tokens: int = 0
     output_tokens: int = 0
     model_calls: int = 0
+    compiled: Compiled | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -78,10 +96,10 @@ def _record_validation(recorder: Recorder, url: str, errors: list[str]) -> None:
     )
 
 
-def _prompt(spec: ExtractSpec, url: str, markdown: str) -> str:
-    instruction = spec.instruction or "Extract the data described by the schema."
+def _prompt(instruction: str, schema: dict, url: str, markdown: str) -> str:
+    instruction = instruction or "Extract the data described by the schema."
     return (
-        f"Instruction: {instruction}\n\nJSON schema:\n{json.dumps(spec.schema)}\n\n"
+        f"Instruction: {instruction}\n\nJSON schema:\n{json.dumps(schema)}\n\n"
         f"Page {url}:\n<page>\n{markdown[:PAGE_CHARACTERS]}\n</page>"
     )
 
@@ -91,7 +109,12 @@ def _out_of_time(spec: ExtractSpec) -> EngineError:
 
 
 def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Model | None) -> ExtractResult:
-    """timeoutMs bounds the whole of it: the page load, and every model request gets at most the time left."""
+    """timeoutMs bounds the whole of it: the page load, and every model request gets at most the time left.
+
+    With spec.compiled (a saved query's compiled rules) the rules run first: when their output validates and no leaf
+    they filled last time is empty, no model is called ("rules"); the leaves the rules cannot fill are asked of the
+    model alone ("mixed"); otherwise the model reads the page ("model"). With spec.compile, an answer that came from
+    the model is compiled into rules (ExtractResult.compiled), verified on this page."""
     deadline = time.monotonic() + spec.page.options.timeout_ms / 1000
     # The API refuses such schemas at submit; a run queued before that check existed still fails before loading.
     problems = rule_problems(spec.schema)
@@ -103,28 +126,128 @@ def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Mode
     else:
         loaded = load(spec.page, recorder, browser)
     if is_rule_schema(spec.schema):
-        started = time.monotonic()
-        try:
-            data = extract_by_rules(loaded.html, spec.schema, url=loaded.final_url)
-        except RuleError as error:
-            raise EngineError("invalid_schema", str(error)) from None
-        recorder.step(
-            action="extract",
-            url=loaded.final_url,
-            observation=json.dumps(data, ensure_ascii=False, indent=2),
-            screenshot=None,
-            duration_ms=int((time.monotonic() - started) * 1000),
-        )
+        data = _apply_rules(spec.schema, loaded, recorder)
         errors = validation_errors(spec.schema, data)
         _record_validation(recorder, loaded.final_url, errors)
         if errors:
             raise SchemaMismatch(f"The page's values do not match the schema: {errors[0]}", data)
         return ExtractResult(data=data, method="rules")
+    result = ExtractResult(data=None, method="model")
+    if spec.compiled is not None:
+        replayed = _replay_compiled(spec, loaded, recorder, model, deadline, result)
+        if replayed is not None:
+            return replayed
     if model is None:
         raise EngineError("model_not_configured", "This schema needs a model, and no MODEL_PROVIDER is set.")
     markdown = snapshot_markdown(loaded, recorder, main_content=True)
-    prompt = _prompt(spec, loaded.final_url, markdown)
-    result = ExtractResult(data=None, method="model")
+    result.data = _model_answer(spec, spec.schema, loaded, markdown, recorder, model, deadline, result)
+    if spec.compile:
+        result.compiled = _compile(spec, loaded, result.data, recorder)
+    return result
+
+
+def _apply_rules(schema: dict, loaded: LoadedPage, recorder: Recorder, note: str = "") -> Any:
+    started = time.monotonic()
+    try:
+        data = extract_by_rules(loaded.html, schema, url=loaded.final_url)
+    except RuleError as error:
+        raise EngineError("invalid_schema", str(error)) from None
+    recorder.step(
+        action="extract",
+        url=loaded.final_url,
+        observation=note + json.dumps(data, ensure_ascii=False, indent=2),
+        screenshot=None,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+    return data
+
+
+def _replay_compiled(
+    spec: ExtractSpec,
+    loaded: LoadedPage,
+    recorder: Recorder,
+    model: Model | None,
+    deadline: float,
+    result: ExtractResult,
+) -> ExtractResult | None:
+    """The compiled rules first; None when the model must read the page (the step says why)."""
+    compiled_schema, fields = spec.compiled["schema"], spec.compiled["fields"]
+    rules = rules_only(compiled_schema, fields)
+    data = _apply_rules(rules, loaded, recorder, note="The saved query's compiled rules:\n")
+    empty = filled_leaves_now_empty(data, spec.schema, fields)
+    if empty:
+        _record_fallback(recorder, loaded, f"the compiled rules found nothing for {', '.join(empty)}")
+        return None
+    if any(who == MODEL for who in fields.values()):
+        if model is None:
+            _record_fallback(recorder, loaded, "some fields are the model's, and no model is configured")
+            return None
+        markdown = snapshot_markdown(loaded, recorder, main_content=True)
+        missing = model_only(spec.schema, fields)
+        try:
+            answer = _model_answer(spec, missing, loaded, markdown, recorder, model, deadline, result)
+        except SchemaMismatch:
+            _record_fallback(recorder, loaded, "the model's answer for the fields the rules do not fill did not fit")
+            return None
+        data = merge(data, answer)
+        result.method = "mixed"
+    else:
+        result.method = "rules"
+    errors = validation_errors(spec.schema, data)
+    _record_validation(recorder, loaded.final_url, errors)
+    if errors:
+        _record_fallback(recorder, loaded, f"the compiled rules' result does not match the schema: {errors[0]}")
+        result.method = "model"
+        return None
+    result.data = data
+    return result
+
+
+def _record_fallback(recorder: Recorder, loaded: LoadedPage, why: str) -> None:
+    recorder.step(
+        action="fallback",
+        url=loaded.final_url,
+        observation=f"The model reads the page: {why}.",
+        screenshot=None,
+        duration_ms=0,
+    )
+
+
+def _compile(spec: ExtractSpec, loaded: LoadedPage, answer: Any, recorder: Recorder) -> Compiled | None:
+    """The model's answer as rules verified on this page (None when no leaf compiled); a step says what compiled."""
+    started = time.monotonic()
+    try:
+        compiled = compile_answer(loaded.html, loaded.final_url, spec.schema, answer)
+    except Exception:  # compiling is an optimisation: a page it cannot read leaves the query with the model
+        log.exception("compiling the answer of %s failed", loaded.final_url)
+        return None
+    ruled = sorted(path for path, who in compiled.fields.items() if who == RULE)
+    left = sorted(path for path, who in compiled.fields.items() if who == MODEL)
+    recorder.step(
+        action="compile",
+        url=loaded.final_url,
+        observation=(
+            f"compiled into rules: {', '.join(ruled) or 'none'}; left to the model: {', '.join(left) or 'none'}"
+        ),
+        screenshot=None,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+    return compiled if ruled else None
+
+
+def _model_answer(
+    spec: ExtractSpec,
+    schema: dict,
+    loaded: LoadedPage,
+    markdown: str,
+    recorder: Recorder,
+    model: Model,
+    deadline: float,
+    result: ExtractResult,
+) -> Any:
+    """The model's answer for `schema`, validated and repaired at most MAX_REPAIRS times; SchemaMismatch if it never
+    fits. Tokens and calls are added to `result`."""
+    prompt = _prompt(spec.instruction, schema, loaded.final_url, markdown)
     last_output: Any = None
     message = prompt
     for _attempt in range(1 + MAX_REPAIRS):
@@ -133,7 +256,7 @@ def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Mode
             reply = model.complete_json(
                 system=SYSTEM_PROMPT,
                 messages=[{"role": "user", "content": message}],
-                schema=spec.schema,
+                schema=schema,
                 deadline=deadline,
             )
         except DeadlinePassed:
@@ -153,14 +276,13 @@ def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Mode
         )
         try:
             last_output = json.loads(reply.text)
-            errors = validation_errors(spec.schema, last_output)
+            errors = validation_errors(schema, last_output)
         except ValueError as error:
             last_output = reply.text
             errors = [f"the answer is not JSON ({error})"]
         _record_validation(recorder, loaded.final_url, errors)
         if not errors:
-            result.data = last_output
-            return result
+            return last_output
         message = (
             f"{prompt}\n\nYour previous answer was:\n{reply.text}\n\nIt does not match the schema:\n"
             + "\n".join(errors)

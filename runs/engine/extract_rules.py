@@ -221,7 +221,9 @@ def _parse_number(text: str) -> float | None:
         return None
 
 
-class _Page:
+class RulePage:
+    """A page as the rules read it: its element tree (links made absolute) and its structured data, each parsed once."""
+
     def __init__(self, page_html: str, url: str | None):
         self.html = page_html
         self.url = url
@@ -267,7 +269,7 @@ def _element_value(element, schema: dict) -> Any:
     return " ".join(element.text_content().split())
 
 
-def _structured_value(page: _Page, name: str, schema: dict, item_type: str | None) -> Any:
+def _structured_value(page: RulePage, name: str, schema: dict, item_type: str | None) -> Any:
     source = schema["x-source"]
     if source not in SOURCES:
         raise RuleError(f"x-source must be one of {', '.join(SOURCES)}, got {source!r}.")
@@ -285,7 +287,7 @@ def _structured_value(page: _Page, name: str, schema: dict, item_type: str | Non
     return None
 
 
-def _extract(node_schema: dict, name: str, scope, page: _Page, item_type: str | None) -> Any:
+def _extract(node_schema: dict, name: str, scope, page: RulePage, item_type: str | None) -> Any:
     kind = node_schema.get("type")
     item_type = node_schema.get("x-type", item_type)
     if kind == "object" and "properties" in node_schema:
@@ -320,7 +322,7 @@ def _extract(node_schema: dict, name: str, scope, page: _Page, item_type: str | 
     return None
 
 
-def _leaf_value(rule: dict, name: str, scope, page: _Page, item_type: str | None) -> Any:
+def _leaf_value(rule: dict, name: str, scope, page: RulePage, item_type: str | None) -> Any:
     if "x-selector" in rule:
         matches = _select(scope, rule["x-selector"])
         return _element_value(matches[0], rule) if matches else None
@@ -331,5 +333,27 @@ def _leaf_value(rule: dict, name: str, scope, page: _Page, item_type: str | None
 
 def extract_by_rules(page_html: str, schema: dict, *, url: str | None = None) -> Any:
     """Apply the schema's selectors and sources to the page; missing values come back as null."""
-    page = _Page(page_html, url)
+    return extract_from(RulePage(page_html, url), schema)
+
+
+def extract_from(page: RulePage, schema: dict) -> Any:
+    """extract_by_rules on a page already parsed (the compiler tries many rules on one page)."""
     return _extract(schema, "", page.tree, page, schema.get("x-type"))
+
+
+def coerce(value: Any, schema: dict) -> Any:
+    """A value as a rule gives it for a field of this schema: numbers read from text, booleans from words."""
+    return _coerce(value, schema)
+
+
+def structured_items(page: RulePage, source: str) -> list[dict]:
+    """The schema.org items of a page's JSON-LD or microdata, nested ones included."""
+    return page.structured(source)
+
+
+def item_types(item: dict) -> list[str]:
+    return _types(item)
+
+
+def plain(value: Any) -> Any:
+    return _plain(value)

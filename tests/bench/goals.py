@@ -62,6 +62,21 @@ GOALS: dict[str, dict[str, Goal | None]] = {
         "recall": None,
         "conversion p50 ms/page": None,
     },
+    "compiled_replay": {
+        **{
+            figure: goal
+            for template in ("jsonld", "microdata", "plain")
+            for figure, goal in {
+                f"{template}: field accuracy": at_least(0.99, "issue 20"),
+                f"{template}: model calls": at_most(2, "issue 20"),
+                f"{template}: model path / compiled p50": at_least(5, "issue 20"),
+            }.items()
+        },
+        "restyled: first replay falls back to the model": at_least(1, "issue 20"),
+        "restyled: recompiled from that replay": at_least(1, "issue 20"),
+        "restyled: model calls in the following replays": at_most(0, "issue 20"),
+        "product-extraction: fields compiled and verified": None,
+    },
     "product_extraction": {
         "price F1, ours": at_least(0.85, "issue 23"),
         "sku F1, ours": at_least(0.70, "issue 23"),

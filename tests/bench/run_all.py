@@ -31,6 +31,7 @@ BENCHMARKS = (
     "queue_pickup",
     "event_latency",
     "agent_overhead",
+    "compiled_replay",
     "batch_submit",
     "sync_fetch",
     "export_throughput",

@@ -41,6 +41,8 @@ def test_create_then_get_and_list(api):
         "url": "https://shop.example/shoe",
         "schema": SCHEMA,
         "instruction": "the shoe",
+        "compile": True,
+        "compiled": None,
         "runCount": 0,
         "lastRunAt": None,
         "createdAt": created["createdAt"],

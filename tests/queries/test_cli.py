@@ -52,6 +52,8 @@ def query_body(name: str, **changes) -> dict:
         "url": URL,
         "schema": SCHEMA,
         "instruction": "",
+        "compile": True,
+        "compiled": None,
         "runCount": 0,
         "lastRunAt": None,
         "createdAt": iso(query.created_at),
@@ -111,6 +113,7 @@ def test_replay_without_wait_queues_a_linked_run_and_counts_it():
             "url": "https://shop.example/other",
             "schema": SCHEMA,
             "instruction": "Once.",
+            "compile": True,
             "options": {
                 "mainContent": True,
                 "render": "auto",
@@ -126,6 +129,7 @@ def test_replay_without_wait_queues_a_linked_run_and_counts_it():
         "error": None,
         "drift": None,
         "usage": {},
+        "extractedBy": None,
         "stepCount": 0,
         "createdAt": iso(run.created_at),
         "startedAt": None,
@@ -277,6 +281,7 @@ def test_runs_list_is_newest_first_filtered_and_limited():
         "error": None,
         "drift": None,
         "usage": {},
+        "extractedBy": None,
         "stepCount": 1,
         "createdAt": iso(replay.created_at),
         "startedAt": None,
@@ -330,6 +335,7 @@ def test_runs_show_prints_status_error_result_and_a_line_per_step():
         "error": {"code": "schema_mismatch", "message": "price: 'x' is not a number"},
         "drift": None,
         "usage": {},
+        "extractedBy": None,
         "stepCount": 2,
         "createdAt": iso(run.created_at),
         "startedAt": None,
@@ -341,6 +347,7 @@ def test_runs_show_prints_status_error_result_and_a_line_per_step():
                 "url": URL,
                 "observation": step.observation,
                 "screenshot": None,
+                "page": None,
                 "at": iso(step.at),
                 "durationMs": 0,
             }
@@ -362,7 +369,7 @@ def manage(*args: str, env: dict[str, str] | None = None, timeout: float = 120) 
 
 @pytest.mark.parametrize(
     "command",
-    ["query save", "query run", "query list", "query show", "query delete", "runs list", "runs show"],
+    ["query save", "query run", "query list", "query show", "query compile", "query delete", "runs list", "runs show"],
 )
 def test_every_subcommand_explains_the_options_the_readme_documents(command, capsys):
     documented = README_OPTIONS[command]

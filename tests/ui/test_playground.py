@@ -278,9 +278,7 @@ def test_reextract_a_run_from_its_archived_page_with_another_schema(ui, site):
     ui.goto(f"/runs/{run_id}/live")
     wait_for_status(page, "succeeded")
     page.get_by_role("link", name="Open run detail").click()
-    expect(page.get_by_role("link", name="Archived page")).to_have_attribute(
-        "href", f"/api/runs/{run_id}/steps/0/page"
-    )
+    expect(page.get_by_role("link", name="Archived page")).to_have_attribute("href", f"/api/runs/{run_id}/steps/0/page")
     hits = site.hits("/product")
 
     page.get_by_role("button", name="Re-extract").click()

@@ -182,6 +182,24 @@ export interface paths {
     patch: operations["queries_partial_update"];
     trace?: never;
   };
+  "/api/queries/{name}/compile": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    get?: never;
+    put?: never;
+    /** @description Compile a replay's model answer into rules that later replays run first. */
+    post: operations["queries_compile_create"];
+    /** @description Named extract specs: list, create (or promote a run), edit, delete, replay. */
+    delete: operations["queries_compile_destroy"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/queries/{name}/run": {
     parameters: {
       query?: never;
@@ -443,6 +461,42 @@ export interface components {
       on: boolean;
       why: string;
     };
+    /**
+     * @description A saved query's compiled rules (runs/engine/compile.py): the schema with a rule on each leaf that compiled,
+     *     and per leaf path who fills it.
+     */
+    CompiledRules: {
+      /** @description The query's schema with x-selector / x-source rules on compiled leaves. */
+      schema: {
+        [key: string]: unknown;
+      };
+      /** @description Per leaf path: rule or model. */
+      fields: {
+        [key: string]: "rule" | "model";
+      };
+      /** @description The run whose answer was compiled. */
+      fromRun?: string;
+      /** @description When the rules reproduced that answer (ISO 8601). */
+      verifiedAt?: string;
+    };
+    /**
+     * @description A saved query's compiled rules (runs/engine/compile.py): the schema with a rule on each leaf that compiled,
+     *     and per leaf path who fills it.
+     */
+    CompiledRulesRequest: {
+      /** @description The query's schema with x-selector / x-source rules on compiled leaves. */
+      schema: {
+        [key: string]: unknown;
+      };
+      /** @description Per leaf path: rule or model. */
+      fields: {
+        [key: string]: "rule" | "model";
+      };
+      /** @description The run whose answer was compiled. */
+      fromRun?: string;
+      /** @description When the rules reproduced that answer (ISO 8601). */
+      verifiedAt?: string;
+    };
     CookieSummary: {
       cookieCount: number;
       domains: string[];
@@ -513,7 +567,13 @@ export interface components {
       options?: components["schemas"]["OptionsRequest"];
       /** @description Extract runs: read this archived page instead of loading url (no request is made). */
       source?: components["schemas"]["ArchiveSourceRequest"];
+      /** @description Extract runs: rules tried before the model (a saved query's replay passes them). */
+      compiled?: components["schemas"]["CompiledRulesRequest"];
+      /** @description Extract runs: compile an answer that came from the model into rules. */
+      compile?: boolean;
     };
+    /** @enum {string} */
+    ExtractedByEnum: "rules" | "model" | "mixed";
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
     FetchRequestRequest: {
       /**
@@ -598,6 +658,8 @@ export interface components {
     };
     /** @enum {string} */
     LoadStateEnum: "load" | "domcontentloaded";
+    /** @enum {unknown} */
+    NullEnum: null;
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
     Options: {
       /**
@@ -672,6 +734,8 @@ export interface components {
         [key: string]: unknown;
       };
       instruction?: string;
+      /** @description Compile a replay's model answer into rules that later replays run first (default true; false opts out). */
+      compile?: boolean;
     };
     /** @description Metadata and cookie summary only: the state itself is never serialized. */
     Profile: {
@@ -704,10 +768,20 @@ export interface components {
       /** @default false */
       overwrite?: boolean;
     };
+    /** @description POST /api/queries/:name/compile. */
+    QueryCompileRequest: {
+      /**
+       * Format: uuid
+       * @description Compile this run's answer (default: the query's last successful model replay).
+       */
+      fromRun?: string;
+    };
     QueryCreateRequest: components["schemas"]["QueryFromSpecRequest"] | components["schemas"]["QueryFromRunRequest"];
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
     QueryFromRunRequest: {
       name: string;
+      /** @description Compile a replay's model answer into rules that later replays run first (default true; false opts out). */
+      compile?: boolean;
       /**
        * Format: uuid
        * @description Promote a past extract run: copies its url, schema, instruction.
@@ -726,6 +800,8 @@ export interface components {
         [key: string]: unknown;
       };
       instruction?: string;
+      /** @description Compile a replay's model answer into rules that later replays run first (default true; false opts out). */
+      compile?: boolean;
     };
     /** @description One replay's overrides; none of them changes the stored query. */
     QueryReplayRequest: {
@@ -753,6 +829,8 @@ export interface components {
         [key: string]: unknown;
       };
       instruction?: string;
+      /** @description Compile a replay's model answer into rules that later replays run first (default true; false opts out). */
+      compile?: boolean;
     };
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
     ReextractOptionsRequest: {
@@ -788,6 +866,8 @@ export interface components {
       error: components["schemas"]["RunError"] | null;
       drift: components["schemas"]["Drift"] | null;
       usage: components["schemas"]["Usage"];
+      /** @description Extract runs: rules (no model call), model, or mixed (a saved query's compiled rules, the model for the fields they do not fill). */
+      extractedBy: (components["schemas"]["ExtractedByEnum"] | components["schemas"]["NullEnum"]) | null;
       /** @default 0 */
       readonly stepCount: number;
       /** Format: date-time */
@@ -812,6 +892,8 @@ export interface components {
       error: components["schemas"]["RunError"] | null;
       drift: components["schemas"]["Drift"] | null;
       usage: components["schemas"]["Usage"];
+      /** @description Extract runs: rules (no model call), model, or mixed (a saved query's compiled rules, the model for the fields they do not fill). */
+      extractedBy: (components["schemas"]["ExtractedByEnum"] | components["schemas"]["NullEnum"]) | null;
       /** @default 0 */
       readonly stepCount: number;
       /** Format: date-time */
@@ -857,6 +939,10 @@ export interface components {
       options?: components["schemas"]["Options"];
       /** @description Extract runs: read this archived page instead of loading url (no request is made). */
       source?: components["schemas"]["ArchiveSource"];
+      /** @description Extract runs: rules tried before the model (a saved query's replay passes them). */
+      compiled?: components["schemas"]["CompiledRules"];
+      /** @description Extract runs: compile an answer that came from the model into rules. */
+      compile?: boolean;
     };
     RunSpecRequest:
       | components["schemas"]["FetchRunSpecRequest"]
@@ -869,6 +955,9 @@ export interface components {
       readonly url: string;
       readonly schema: unknown;
       readonly instruction: string;
+      readonly compile: boolean;
+      /** @description The rules a replay's answer compiled into; null until one did (or compile is off). */
+      compiled: components["schemas"]["CompiledRules"] | null;
       runCount: number;
       /** Format: date-time */
       lastRunAt: string | null;
@@ -2008,6 +2097,168 @@ export interface operations {
       };
       /** @description The body was not sent as JSON (Content-Type: application/json). */
       415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  queries_compile_create: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: {
+      content: {
+        "application/json": components["schemas"]["QueryCompileRequest"];
+      };
+    };
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["SavedQuery"];
+        };
+      };
+      /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No API key, or a key that is not valid (or revoked). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description A playground session write without its CSRF token, or a refused origin. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No such object. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Conflicts with the current state (a taken name, a finished run). */
+      409: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The request body is larger than API_MAX_BODY_BYTES. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The body was not sent as JSON (Content-Type: application/json). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  queries_compile_destroy: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        name: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description No response body */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No API key, or a key that is not valid (or revoked). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description A playground session write without its CSRF token, or a refused origin. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No such object. */
+      404: {
         headers: {
           [name: string]: unknown;
         };

@@ -36,6 +36,7 @@ export type RunError = Schemas["RunError"];
 export type Drift = Schemas["Drift"];
 export type Usage = Schemas["Usage"];
 export type Run = Schemas["Run"];
+export type ExtractedBy = Schemas["ExtractedByEnum"];
 export type Step = Schemas["Step"];
 export type ArchivedPage = Schemas["ArchivedPage"];
 export type Reextract = Schemas["ReextractRequest"];

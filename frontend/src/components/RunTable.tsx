@@ -1,7 +1,7 @@
 import { Link, useNavigate } from "react-router";
 import { isFinal, type Run } from "../api/types";
 import { formatDuration, runDurationMs, runSubject } from "../lib/format";
-import { KindBadge, StatusBadge, Time } from "./ui";
+import { ExtractedByBadge, KindBadge, StatusBadge, Time } from "./ui";
 import { DriftSummary } from "./Drift";
 
 export function runPath(run: Pick<Run, "id" | "status">): string {
@@ -53,7 +53,7 @@ export function RunTable({ runs, showDrift, caption }: Props) {
                   </Link>
                 </td>
                 <td data-label="Kind">
-                  <KindBadge kind={run.kind} />
+                  <KindBadge kind={run.kind} /> <ExtractedByBadge by={run.extractedBy} />
                 </td>
                 <td data-label="Status">
                   <StatusBadge status={run.status} />

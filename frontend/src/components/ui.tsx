@@ -1,6 +1,6 @@
 import type { ReactNode } from "react";
 import { ApiError, describeError } from "../api/client";
-import type { ProfileStatus, RunKind, RunStatus } from "../api/types";
+import type { ExtractedBy, ProfileStatus, RunKind, RunStatus, SavedQuery } from "../api/types";
 import { formatDateTime, formatRelative } from "../lib/format";
 
 const STATUS_LABELS: Record<RunStatus, string> = {
@@ -22,6 +22,36 @@ export function StatusBadge({ status }: { status: RunStatus }) {
 
 export function KindBadge({ kind }: { kind: RunKind }) {
   return <span className={`badge kind kind-${kind}`}>{kind}</span>;
+}
+
+const EXTRACTED_BY: Record<ExtractedBy, [string, string]> = {
+  rules: ["rules", "Extracted by rules alone: no model call."],
+  mixed: ["rules + model", "The saved query's compiled rules, and the model for the fields they do not fill."],
+  model: ["model", "Extracted by the model."],
+};
+
+/** Who filled an extract run's result (shown when it was not the model alone). */
+export function ExtractedByBadge({ by }: { by: ExtractedBy | null }) {
+  if (!by || by === "model") return null;
+  const [label, hint] = EXTRACTED_BY[by];
+  return (
+    <span className={`badge extracted extracted-${by}`} title={hint} data-extracted-by={by}>
+      {label}
+    </span>
+  );
+}
+
+/** A saved query whose answers compiled into rules: its replays need no model while the page keeps its layout. */
+export function CompiledBadge({ query }: { query: SavedQuery }) {
+  if (!query.compiled) return null;
+  const rules = Object.values(query.compiled.fields).filter((who) => who === "rule").length;
+  const all = Object.keys(query.compiled.fields).length;
+  const text = rules === all ? "compiled — replays without a model" : `compiled — ${rules} of ${all} fields by rules`;
+  return (
+    <span className="badge compiled" title={`Rules verified ${query.compiled.verifiedAt ?? ""}`} data-compiled>
+      {text}
+    </span>
+  );
 }
 
 const PROFILE_LABELS: Record<ProfileStatus, string> = {

@@ -22,6 +22,7 @@ function detail(overrides: Partial<RunDetail>): RunDetail {
     error: null,
     drift: null,
     usage: {},
+    extractedBy: null,
     stepCount: 0,
     createdAt: "2026-01-01T00:00:00Z",
     startedAt: "2026-01-01T00:00:01Z",

@@ -4,7 +4,7 @@ import { queries } from "../api/endpoints";
 import type { Run, SavedQuery } from "../api/types";
 import { ConfirmDialog } from "../components/Modal";
 import { QueryEditor, RunQueryDialog } from "../components/QueryForms";
-import { EmptyState, ErrorBanner, Loading, Notice, PageHeader, Time } from "../components/ui";
+import { CompiledBadge, EmptyState, ErrorBanner, Loading, Notice, PageHeader, Time } from "../components/ui";
 import { useResource } from "../lib/useResource";
 
 export function QueuedNotice({ run, onDismiss }: { run: Run; onDismiss(): void }) {
@@ -78,7 +78,8 @@ export function Queries() {
                   <td data-label="Name">
                     <Link to={`/queries/${encodeURIComponent(query.name)}`} className="query-name">
                       {query.name}
-                    </Link>
+                    </Link>{" "}
+                    <CompiledBadge query={query} />
                   </td>
                   <td data-label="URL" className="url-cell" title={query.url}>
                     {query.url}

@@ -7,7 +7,7 @@ import { JsonView } from "../components/JsonTree";
 import { ConfirmDialog } from "../components/Modal";
 import { QueryEditor, RunQueryDialog } from "../components/QueryForms";
 import { RunTable } from "../components/RunTable";
-import { EmptyState, ErrorBanner, Loading, Notice, PageHeader, Time } from "../components/ui";
+import { CompiledBadge, EmptyState, ErrorBanner, Loading, Notice, PageHeader, Time } from "../components/ui";
 import { useResource } from "../lib/useResource";
 import { QueuedNotice } from "./Queries";
 
@@ -56,7 +56,11 @@ export function QueryDetail() {
         <Link to="/queries">Saved queries</Link> <span aria-hidden="true">/</span> <span>{saved.name}</span>
       </nav>
       <PageHeader
-        title={<span className="query-title">{saved.name}</span>}
+        title={
+          <>
+            <span className="query-title">{saved.name}</span> <CompiledBadge query={saved} />
+          </>
+        }
         subtitle={<span className="break">{saved.url}</span>}
         actions={
           <>

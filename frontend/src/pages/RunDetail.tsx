@@ -12,6 +12,7 @@ import { StepList } from "../components/Steps";
 import {
   describedBy,
   ErrorBanner,
+  ExtractedByBadge,
   Field,
   KindBadge,
   Loading,
@@ -165,7 +166,7 @@ export function RunDetail() {
         title={
           <>
             Run <span className="mono">{shortId(run.id)}</span> <KindBadge kind={run.kind} />{" "}
-            <StatusBadge status={run.status} />
+            <StatusBadge status={run.status} /> <ExtractedByBadge by={run.extractedBy} />
           </>
         }
         subtitle={<span className="break">{run.url}</span>}

@@ -16,12 +16,24 @@ from service.kernel.cli import positive_number, read_json_option
 OPTIONS = {"fromRun": "--from-run", "url": "--url"}
 
 
+def compiled_line(compiled: dict) -> str:
+    """What a query's compiled rules fill: every field, or which ones (the rest is the model's)."""
+    rules = sorted(path for path, who in compiled["fields"].items() if who == "rule")
+    model = sorted(path for path, who in compiled["fields"].items() if who == "model")
+    told = (
+        "every field by rules, replays without a model"
+        if not model
+        else (f"{', '.join(rules)} by rules; {', '.join(model)} by the model")
+    )
+    return f"{told} (from run {compiled.get('fromRun')}, verified {compiled.get('verifiedAt')})"
+
+
 class Command(RunCommand):
     help = (
         "Saved queries: named extract specs you replay. Save one (or promote a past extract run), replay it as a "
-        "queued run for the workers of `manage.py serve` (--wait follows it), list, show and delete them. Exit 0 "
-        "on success, 1 if a followed replay failed (or --timeout ran out), 2 on bad usage or input (nothing is "
-        "saved or queued)."
+        "queued run for the workers of `manage.py serve` (--wait follows it), list, show, compile and delete them. "
+        "Exit 0 on success, 1 if a followed replay failed (or --timeout ran out), 2 on bad usage or input (nothing "
+        "is saved or queued)."
     )
     option_names = {**OPTION_NAMES, **OPTIONS}
 
@@ -70,6 +82,18 @@ class Command(RunCommand):
         show = actions.add_parser("show", help="One saved query with its schema.")
         show.add_argument("name", help="The saved query.")
         show.add_argument("--json", action="store_true", dest="as_json", help="Print the query as JSON (as the API).")
+
+        compiling = actions.add_parser(
+            "compile",
+            help="Compile a replay's model answer into rules verified on its archived page: later replays run them "
+            "without a model (it falls back to the model when they find nothing).",
+        )
+        compiling.add_argument("name", help="The saved query.")
+        compiling.add_argument(
+            "--from-run", dest="from_run", help="Compile this run's answer (default: the last model replay)."
+        )
+        compiling.add_argument("--clear", action="store_true", help="Drop the compiled rules instead.")
+        compiling.add_argument("--json", action="store_true", dest="as_json", help="Print the query as JSON.")
 
         delete = actions.add_parser("delete", help="Delete a saved query; its runs stay in the history.")
         delete.add_argument("name", help="The saved query.")
@@ -177,8 +201,23 @@ class Command(RunCommand):
         self.stdout.write(f"instruction: {query.instruction or '-'}")
         self.stdout.write(f"runs:        {query.run_count} (last {last}; list them: runs list --query {query.name})")
         self.stdout.write(f"updated:     {query.updated_at:%Y-%m-%d %H:%M:%S}")
+        self.stdout.write(f"compiled:    {compiled_line(query.compiled) if query.compiled else 'no'}")
+        if not query.compile:
+            self.stdout.write("             (compile is off: replays do not compile their answers)")
         self.stdout.write("schema:")
         self.stdout.write(json.dumps(query.schema, indent=2, ensure_ascii=False))
+
+    def _compile(self, *, name: str, from_run: str | None, clear: bool, as_json: bool, **_) -> None:
+        query = services.query_get(name=name)
+        if clear:
+            services.query_uncompile(query=query)
+            self.stdout.write(self.style.SUCCESS(f"Dropped the compiled rules of {name}; replays use the model."))
+            return
+        query = services.query_compile(query=query, request={"fromRun": from_run} if from_run else {})
+        if as_json:
+            self.stdout.write(json.dumps(SavedQuerySerializer(query).data, indent=2))
+            return
+        self.stdout.write(self.style.SUCCESS(f"Compiled {name}: {compiled_line(query.compiled)}"))
 
     def _delete(self, *, name: str, **_) -> None:
         query = services.query_get(name=name)
