@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0004_step_page'),
+        ("runs", "0004_step_page"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='extracted_by',
-            field=models.CharField(blank=True, default='', max_length=8),
+            model_name="run",
+            name="extracted_by",
+            field=models.CharField(blank=True, default="", max_length=8),
         ),
     ]
