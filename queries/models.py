@@ -18,6 +18,8 @@ class SavedQuery(models.Model):
     # {"schema", "fields", "fromRun", "verifiedAt"}; replays run them before the model. compile=False opts out.
     compiled = models.JSONField(null=True, blank=True)
     compile = models.BooleanField(default=True)
+    # Offered to MCP clients as a tool of its own (named after the query, typed by its schema).
+    mcp_tool = models.BooleanField(default=False)
     run_count = models.PositiveIntegerField(default=0)
     last_run_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

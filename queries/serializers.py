@@ -36,7 +36,11 @@ class CompiledField(serializers.JSONField):
     pass
 
 
+MCP_TOOL_HELP = "Offer the query to MCP clients as a tool of its own, typed by its schema (default false)."
+
+
 class SavedQuerySerializer(serializers.ModelSerializer):
+    mcpTool = serializers.BooleanField(source="mcp_tool", help_text=MCP_TOOL_HELP)
     compiled = CompiledField(
         allow_null=True, help_text="The rules a replay's answer compiled into; null until one did (or compile is off)."
     )
@@ -54,6 +58,7 @@ class SavedQuerySerializer(serializers.ModelSerializer):
             "instruction",
             "compile",
             "compiled",
+            "mcpTool",
             "runCount",
             "lastRunAt",
             "createdAt",
@@ -70,6 +75,7 @@ class QuerySpecSerializer(StrictSerializer):
     schema = JsonSchemaField(validators=[validate_schema])
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
     compile = serializers.BooleanField(required=False, help_text=COMPILE_HELP)
+    mcpTool = serializers.BooleanField(required=False, help_text=MCP_TOOL_HELP)
 
 
 class QueryCreateSerializer(StrictSerializer):
@@ -78,6 +84,7 @@ class QueryCreateSerializer(StrictSerializer):
     schema = JsonSchemaField(validators=[validate_schema], required=False)
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
     compile = serializers.BooleanField(required=False, help_text=COMPILE_HELP)
+    mcpTool = serializers.BooleanField(required=False, help_text=MCP_TOOL_HELP)
     fromRun = serializers.UUIDField(
         required=False, help_text="Promote a past extract run: copies its url, schema, instruction."
     )
@@ -104,7 +111,7 @@ QUERY_CREATE = PolymorphicProxySerializer(
     serializers=[
         document_shape(QueryCreateSerializer, "QueryFromSpec", drop={"fromRun"}, require=("url", "schema")),
         document_shape(
-            QueryCreateSerializer, "QueryFromRun", keep={"name", "fromRun", "compile"}, require=("fromRun",)
+            QueryCreateSerializer, "QueryFromRun", keep={"name", "fromRun", "compile", "mcpTool"}, require=("fromRun",)
         ),
     ],
     resource_type_field_name=None,

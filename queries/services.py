@@ -28,17 +28,19 @@ def _name_taken(name: str) -> ServiceError:
     )
 
 
-def query_create(*, name: str, url: str, schema: dict, instruction: str = "", compile: bool = True) -> SavedQuery:
+def query_create(
+    *, name: str, url: str, schema: dict, instruction: str = "", compile: bool = True, mcp_tool: bool = False
+) -> SavedQuery:
     try:
         with transaction.atomic():
             return SavedQuery.objects.create(
-                name=name, url=url, schema=schema, instruction=instruction, compile=compile
+                name=name, url=url, schema=schema, instruction=instruction, compile=compile, mcp_tool=mcp_tool
             )
     except IntegrityError:
         raise _name_taken(name) from None
 
 
-def query_from_run(*, name: str, run_id: str, compile: bool = True) -> SavedQuery:
+def query_from_run(*, name: str, run_id: str, compile: bool = True, mcp_tool: bool = False) -> SavedQuery:
     """Promote a past extract run: its url, schema and instruction become the saved query."""
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
@@ -64,6 +66,7 @@ def query_from_run(*, name: str, run_id: str, compile: bool = True) -> SavedQuer
         schema=run.spec["schema"],
         instruction=run.spec.get("instruction", ""),
         compile=compile,
+        mcp_tool=mcp_tool,
     )
 
 
@@ -79,8 +82,10 @@ def query_update(*, query: SavedQuery, changes: dict) -> SavedQuery:
     for field in ("url", "schema", "instruction", "compile"):
         if field in changes:
             setattr(query, field, changes[field])
+    if "mcpTool" in changes:
+        query.mcp_tool = changes["mcpTool"]
     query.updated_at = timezone.now()
-    query.save(update_fields=["url", "schema", "instruction", "compile", "compiled", "updated_at"])
+    query.save(update_fields=["url", "schema", "instruction", "compile", "compiled", "mcp_tool", "updated_at"])
     return query
 
 
@@ -95,15 +100,11 @@ def query_save(request: dict) -> SavedQuery:
     body = QueryCreateSerializer(data=request)
     body.is_valid(raise_exception=True)
     data = body.validated_data
-    compile = data.get("compile", True)
+    flags = {"compile": data.get("compile", True), "mcp_tool": data.get("mcpTool", False)}
     if "fromRun" in data:
-        return query_from_run(name=data["name"], run_id=str(data["fromRun"]), compile=compile)
+        return query_from_run(name=data["name"], run_id=str(data["fromRun"]), **flags)
     return query_create(
-        name=data["name"],
-        url=data["url"],
-        schema=data["schema"],
-        instruction=data.get("instruction", ""),
-        compile=compile,
+        name=data["name"], url=data["url"], schema=data["schema"], instruction=data.get("instruction", ""), **flags
     )
 
 

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import logging
 
+import anyio
 import mcp_types as types
 from django.conf import settings
 from jsonschema import Draft202012Validator
 from mcp.server import CacheHint, Server, ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from rest_framework import exceptions
 
 from service.kernel.errors import ServiceError, flatten_fields
-from service.mcp.catalogue import saved_query_catalog
-from service.mcp.tools import TOOLS, error_result, fields_message, in_thread
+from service.mcp.catalogue import query_tool_specs, query_tools_fingerprint, saved_query_catalog
+from service.mcp.tools import TOOLS, Tool, error_result, fields_message, in_thread, run_saved_query, tool_input
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +41,31 @@ def _argument_problems(schema: dict, arguments: dict) -> dict[str, list[str]]:
     return problems
 
 
+def query_tools() -> dict[str, Tool]:
+    """The per-query tools of the moment ("mcpTool": true), by tool name: each replays its query."""
+    tools = {}
+    for spec in query_tool_specs(set(TOOLS)):
+        query = spec["query"]
+
+        async def call(arguments: dict, query: str = query) -> types.CallToolResult:
+            return await run_saved_query({**arguments, "name": query})
+
+        tools[spec["name"]] = Tool(
+            name=spec["name"],
+            title=f"Saved query {query}",
+            description=spec["description"],
+            inputs=lambda fields=spec["inputs"]: tool_input(fields),
+            call=call,
+            annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+            output_schema=spec["output_schema"],
+        )
+    return tools
+
+
 async def _list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+    LISTENERS.note(ctx)
     catalog = await in_thread(saved_query_catalog)()
+    tools = {**TOOLS, **await in_thread(query_tools)()}
     return types.ListToolsResult(
         tools=[
             types.Tool(
@@ -48,15 +73,17 @@ async def _list_tools(ctx: ServerRequestContext, params: types.PaginatedRequestP
                 title=tool.title,
                 description=f"{tool.description}\n\n{catalog}" if tool.name == "run_saved_query" else tool.description,
                 input_schema=tool.input_schema,
+                output_schema=tool.output_schema,
                 annotations=tool.annotations,
             )
-            for tool in TOOLS.values()
+            for tool in tools.values()
         ]
     )
 
 
 async def _call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
-    tool = TOOLS.get(params.name)
+    LISTENERS.note(ctx)
+    tool = TOOLS.get(params.name) or (await in_thread(query_tools)()).get(params.name)
     if tool is None:
         raise MCPError(types.INVALID_PARAMS, f"There is no tool named {params.name!r}; tools/list names them.")
     arguments = params.arguments or {}
@@ -83,14 +110,57 @@ server = Server(
     ),
     # The tool list changes with the saved queries: clients should not keep it.
     cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},
-    get_tool_input_schema=lambda name: TOOLS[name].input_schema if name in TOOLS else None,
+    get_tool_input_schema=lambda name: TOOLS[name].input_schema if name in TOOLS else None,  # built-ins only
     on_list_tools=_list_tools,
     on_call_tool=_call_tool,
 )
 
 
+# How often the stdio server looks whether the per-query tools changed (a database read of the mcpTool queries).
+QUERY_TOOLS_POLL_SECONDS = 1.0
+
+
+class Listeners:
+    """The connections of this process's clients, told `notifications/tools/list_changed` when the per-query tools
+    change (a query gets or loses "mcpTool", or is edited). Over stdio, where the connection stays open; handshake-era
+    connections receive it (the modern era delivers change notifications on subscriptions/listen streams only)."""
+
+    def __init__(self) -> None:
+        self.sessions: list = []  # the clients' sessions
+        self.watching = False  # only the stdio server watches; HTTP requests come and go without a channel
+
+    def note(self, ctx: ServerRequestContext) -> None:
+        if not self.watching:
+            return
+        session = getattr(ctx, "session", None)
+        if session is not None and all(session is not known for known in self.sessions):
+            self.sessions.append(session)
+
+    async def watch(self, interval: float = QUERY_TOOLS_POLL_SECONDS) -> None:
+        self.watching = True
+        seen = await in_thread(query_tools_fingerprint)()
+        while True:
+            await anyio.sleep(interval)
+            now = await in_thread(query_tools_fingerprint)()
+            if now == seen:
+                continue
+            seen = now
+            for session in list(self.sessions):
+                try:
+                    await session.send_tool_list_changed()
+                except Exception:  # a client that went away
+                    log.info("MCP client gone: tools/list_changed not sent", exc_info=True)
+                    self.sessions.remove(session)
+
+
+LISTENERS = Listeners()
+
+
 async def serve_stdio() -> None:
     """Serve one client on stdin/stdout until it closes them. The SDK points fd 1 at stderr meanwhile, so stray
     output (Chromium, warnings) cannot corrupt the protocol stream."""
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with stdio_server() as (read_stream, write_stream), anyio.create_task_group() as tasks:
+        tasks.start_soon(LISTENERS.watch)
+        await server.run(read_stream, write_stream, options)
+        tasks.cancel_scope.cancel()

@@ -113,10 +113,16 @@ class Tool:
     inputs: Callable[[], dict]  # builds the input schema (from the API's components: service/mcp/inputs.py)
     call: Callable[[dict], Awaitable[types.CallToolResult]]
     annotations: types.ToolAnnotations
+    output_schema: dict | None = None  # per-query tools: the query's schema
 
     @functools.cached_property
     def input_schema(self) -> dict:
         return self.inputs()
+
+
+def tool_input(fields: dict) -> dict:
+    """A per-query tool's input: the replay's one-off overrides and how long to wait."""
+    return _object({**fields, "timeoutSeconds": WAIT})
 
 
 def _object(properties: dict, required: tuple[str, ...] = ()) -> dict:

@@ -66,12 +66,12 @@ def run_async(session: Callable[..., Awaitable[None]], *args: object) -> None:
         thread.submit(anyio.run, session, *args).result()
 
 
-def over_stdio(service: LiveService, mode: str = "auto", **env: str) -> Client:
+def over_stdio(service: LiveService, mode: str = "auto", message_handler=None, **env: str) -> Client:
     """`manage.py mcp` as an MCP client starts it: a subprocess on the service's data dir, spoken to on stdin/out."""
     command = StdioServerParameters(
         command=sys.executable, args=["manage.py", "mcp"], cwd=str(ROOT), env={**service.env, **env}
     )
-    return Client(command, mode=mode)
+    return Client(command, mode=mode, message_handler=message_handler)
 
 
 @asynccontextmanager
@@ -240,6 +240,55 @@ def test_tool_arguments_are_the_apis_fields_with_its_limits_and_words(service):
             ]
 
     run_async(session)
+
+
+def test_a_query_saved_as_an_mcp_tool_is_a_typed_tool_and_the_list_follows_the_queries(service, site):
+    """A query with "mcpTool": true is a tool of its own: its input the replay's one-off overrides, its output the
+    query's schema (without the rules), its description quoting the user's words; adding one tells the client."""
+    body = {"url": site.url("/product"), "schema": SCHEMA, "instruction": 'Say "done" and stop.', "mcpTool": True}
+    assert service.post("/api/queries", {"name": "shoe-tool", **body}).status_code == 201
+    notices: list[str] = []
+
+    async def on_message(message) -> None:
+        root = getattr(message, "root", message)
+        notices.append(getattr(root, "method", type(root).__name__))
+
+    async def session() -> None:
+        async with over_stdio(service, "legacy", message_handler=on_message) as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            tool = tools["shoe-tool"]
+            assert set(tool.input_schema["properties"]) == {"url", "instruction", "timeoutSeconds"}
+            assert tool.input_schema["required"] == []
+            assert tool.output_schema == {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "price": {"type": "string", "description": "As the page shows it."},
+                },
+            }
+            assert '(the user\'s words, quoted): "Say \\"done\\" and stop."' in tool.description
+
+            result = await client.call_tool("shoe-tool", {})
+            assert not result.is_error, result.content
+            assert result.structured_content == PRODUCT
+            wrong = await client.call_tool("shoe-tool", {"name": "product"})
+            assert wrong.is_error and wrong.content[0].text == "invalid_arguments: name: This field is not allowed."
+
+            assert "price-tool" not in tools
+            created = service.post("/api/queries", {"name": "price-tool", **body})
+            assert created.status_code == 201
+            for _ in range(100):
+                if "notifications/tools/list_changed" in notices:
+                    break
+                await anyio.sleep(0.1)
+            assert "notifications/tools/list_changed" in notices, notices
+            assert "price-tool" in {tool.name for tool in (await client.list_tools()).tools}
+
+    try:
+        run_async(session)
+    finally:
+        for name in ("shoe-tool", "price-tool"):
+            service.session.delete(service.base_url + f"/api/queries/{name}", timeout=10)
 
 
 def test_the_other_tools_over_stdio(service, site):

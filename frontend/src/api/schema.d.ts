@@ -736,6 +736,8 @@ export interface components {
       instruction?: string;
       /** @description Compile a replay's model answer into rules that later replays run first (default true; false opts out). */
       compile?: boolean;
+      /** @description Offer the query to MCP clients as a tool of its own, typed by its schema (default false). */
+      mcpTool?: boolean;
     };
     /** @description Metadata and cookie summary only: the state itself is never serialized. */
     Profile: {
@@ -782,6 +784,8 @@ export interface components {
       name: string;
       /** @description Compile a replay's model answer into rules that later replays run first (default true; false opts out). */
       compile?: boolean;
+      /** @description Offer the query to MCP clients as a tool of its own, typed by its schema (default false). */
+      mcpTool?: boolean;
       /**
        * Format: uuid
        * @description Promote a past extract run: copies its url, schema, instruction.
@@ -802,6 +806,8 @@ export interface components {
       instruction?: string;
       /** @description Compile a replay's model answer into rules that later replays run first (default true; false opts out). */
       compile?: boolean;
+      /** @description Offer the query to MCP clients as a tool of its own, typed by its schema (default false). */
+      mcpTool?: boolean;
     };
     /** @description One replay's overrides; none of them changes the stored query. */
     QueryReplayRequest: {
@@ -831,6 +837,8 @@ export interface components {
       instruction?: string;
       /** @description Compile a replay's model answer into rules that later replays run first (default true; false opts out). */
       compile?: boolean;
+      /** @description Offer the query to MCP clients as a tool of its own, typed by its schema (default false). */
+      mcpTool?: boolean;
     };
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
     ReextractOptionsRequest: {
@@ -958,6 +966,8 @@ export interface components {
       readonly compile: boolean;
       /** @description The rules a replay's answer compiled into; null until one did (or compile is off). */
       compiled: components["schemas"]["CompiledRules"] | null;
+      /** @description Offer the query to MCP clients as a tool of its own, typed by its schema (default false). */
+      mcpTool: boolean;
       runCount: number;
       /** Format: date-time */
       lastRunAt: string | null;
