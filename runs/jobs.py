@@ -157,6 +157,7 @@ def _execute(run: Run, recorder: RunRecorder) -> Outcome:
             instruction=run.spec.get("instruction", ""),
             compiled=run.spec.get("compiled"),
             compile=bool(run.spec.get("compile")),
+            plain_http=(run.spec.get("options") or {}).get("render", "auto") == "auto",
             **archived_source(run.spec),
         )
         done = extract(spec, recorder, worker_browser(), make_model(model_config) if model_config else None)
@@ -258,6 +259,7 @@ def _execute_claimed(run: Run, recorder: RunRecorder) -> str:
         compiled = {
             "schema": outcome.compiled.schema,
             "fields": outcome.compiled.fields,
+            "render": outcome.compiled.render,
             "fromRun": run_id,
             "verifiedAt": timezone.now().isoformat(),
         }

@@ -212,6 +212,11 @@ class CompiledRulesSerializer(StrictSerializer):
     fields = serializers.DictField(
         child=serializers.ChoiceField(choices=["rule", "model"]), help_text="Per leaf path: rule or model."
     )
+    render = serializers.ChoiceField(
+        choices=["browser", "http"],
+        required=False,
+        help_text="http: the rules held on the page as plain HTTP serves it; replays read it without a browser.",
+    )
     # Kept as given (JSON, in the run's spec): where the rules came from, for people reading the run.
     fromRun = serializers.CharField(required=False, max_length=64, help_text="The run whose answer was compiled.")
     verifiedAt = serializers.CharField(

@@ -216,6 +216,7 @@ SPECTACULAR_SETTINGS = {
         "RunKindEnum": "runs.models.Run.Kind",
         "RunStatusEnum": "runs.models.Run.Status",
         "RenderEnum": ["auto", "browser", "http"],
+        "LoadedByEnum": ["browser", "http"],
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

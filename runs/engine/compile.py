@@ -38,10 +38,12 @@ _IDENTIFIER = re.compile(r"^[a-zA-Z_][\w-]*$")
 
 @dataclass
 class Compiled:
-    """The query's schema with a rule on every leaf that compiled, and per leaf path who fills it."""
+    """The query's schema with a rule on every leaf that compiled, and per leaf path who fills it; render "http"
+    when the rules give the same values on the page as plain HTTP serves it (replays then need no browser)."""
 
     schema: dict
     fields: dict[str, str]
+    render: str = "browser"
 
     @property
     def rule_count(self) -> int:
@@ -452,6 +454,24 @@ def compile_answer(html: str, url: str | None, schema: dict, answer: Any) -> Com
         _node(compiled, path).update(rule)
         fields[path] = RULE
     return Compiled(schema=compiled, fields=fields)
+
+
+def reproduces(html: str, url: str | None, compiled: Compiled, answer: Any) -> bool:
+    """Whether the compiled rules give the answer's values back on this HTML (another copy of the page)."""
+    try:
+        got = extract_from(RulePage(html, url), rules_only(compiled.schema, compiled.fields))
+    except Exception:
+        return False
+    for path, who in compiled.fields.items():
+        if who != RULE:
+            continue
+        value, want = got, answer
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+            want = want.get(key) if isinstance(want, dict) else None
+        if not same(value, want):
+            return False
+    return True
 
 
 def rules_only(compiled_schema: dict, fields: dict[str, str]) -> dict:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from jsonschema import validators
@@ -24,12 +24,14 @@ from runs.engine.compile import (
     filled_leaves_now_empty,
     merge,
     model_only,
+    reproduces,
     rules_only,
 )
 from runs.engine.extract_rules import RuleError, extract_by_rules, is_rule_schema, rule_problems
 from runs.engine.fetch import load, load_archived, snapshot_markdown
+from runs.engine.http_fetch import http_load
 from runs.engine.llm import DeadlinePassed, Model
-from runs.engine.spec import EngineError, FetchSpec, LoadedPage, PageCopy, Recorder
+from runs.engine.spec import EngineError, FetchSpec, LoadedPage, NullRecorder, PageCopy, Recorder
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,9 @@ class ExtractSpec:
     compiled: dict | None = None
     # Compile an answer that came from the model into rules (ExtractResult.compiled).
     compile: bool = False
+    # The page may be read over plain HTTP when compiled rules say that is enough (the run did not ask for the
+    # browser): a replay then needs no browser at all.
+    plain_http: bool = False
 
 
 @dataclass
@@ -121,6 +126,16 @@ def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Mode
     if problems:
         path, problem = next(iter(problems.items()))
         raise EngineError("invalid_schema", f"schema.{path}: {problem}")
+    result = ExtractResult(data=None, method="model")
+    if (
+        spec.archived is None
+        and spec.compiled is not None
+        and spec.compiled.get("render") == "http"
+        and spec.plain_http
+    ):
+        replayed = _replay_over_http(spec, recorder, model, deadline, result)
+        if replayed is not None:
+            return replayed
     if spec.archived is not None:
         loaded = load_archived(spec.archived, recorder, source=spec.archived_from)
     else:
@@ -132,7 +147,6 @@ def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Mode
         if errors:
             raise SchemaMismatch(f"The page's values do not match the schema: {errors[0]}", data)
         return ExtractResult(data=data, method="rules")
-    result = ExtractResult(data=None, method="model")
     if spec.compiled is not None:
         replayed = _replay_compiled(spec, loaded, recorder, model, deadline, result)
         if replayed is not None:
@@ -203,6 +217,25 @@ def _replay_compiled(
     return result
 
 
+def _replay_over_http(
+    spec: ExtractSpec, recorder: Recorder, model: Model | None, deadline: float, result: ExtractResult
+) -> ExtractResult | None:
+    """Compiled rules that held on plain HTTP: the page without a browser; None to load it in the browser."""
+    page = replace(spec.page, options=replace(spec.page.options, render="http"))
+    try:
+        loaded = http_load(page, recorder)
+    except EngineError as error:
+        recorder.step(
+            action="fallback",
+            url=spec.page.url,
+            observation=f"Plain HTTP did not serve the page ({error.code}: {error.message}); the browser loads it.",
+            screenshot=None,
+            duration_ms=0,
+        )
+        return None
+    return _replay_compiled(spec, loaded, recorder, model, deadline, result)
+
+
 def _record_fallback(recorder: Recorder, loaded: LoadedPage, why: str) -> None:
     recorder.step(
         action="fallback",
@@ -223,16 +256,34 @@ def _compile(spec: ExtractSpec, loaded: LoadedPage, answer: Any, recorder: Recor
         return None
     ruled = sorted(path for path, who in compiled.fields.items() if who == RULE)
     left = sorted(path for path, who in compiled.fields.items() if who == MODEL)
+    how = ""
+    if ruled and loaded.render == "browser" and spec.plain_http:
+        compiled.render = "http" if _holds_over_http(spec, compiled, answer) else "browser"
+        how = (
+            "; plain HTTP serves the same values: replays read the page without a browser"
+            if compiled.render == "http"
+            else "; plain HTTP does not serve these values: replays load the page in the browser"
+        )
     recorder.step(
         action="compile",
         url=loaded.final_url,
         observation=(
-            f"compiled into rules: {', '.join(ruled) or 'none'}; left to the model: {', '.join(left) or 'none'}"
+            f"compiled into rules: {', '.join(ruled) or 'none'}; left to the model: {', '.join(left) or 'none'}{how}"
         ),
         screenshot=None,
         duration_ms=int((time.monotonic() - started) * 1000),
     )
     return compiled if ruled else None
+
+
+def _holds_over_http(spec: ExtractSpec, compiled: Compiled, answer: Any) -> bool:
+    """Whether the page as plain HTTP serves it (no browser, no scripts) gives the same values to the rules."""
+    page = replace(spec.page, options=replace(spec.page.options, render="http"))
+    try:
+        served = http_load(page, NullRecorder())
+    except EngineError:
+        return False
+    return reproduces(served.html, served.final_url, compiled, answer)
 
 
 def _model_answer(

@@ -59,6 +59,7 @@ def test_a_model_replay_compiles_and_the_next_replays_need_no_model(api, shop, m
     assert first["steps"][-1]["action"] == "compile"
     compiled = api.get("/api/queries/product").json()["compiled"]
     assert compiled["fromRun"] == first["id"]
+    assert compiled["render"] == "http"  # a server-rendered page: the rules hold without a browser
     assert set(compiled["fields"].values()) == {"rule"} and set(compiled["fields"]) == set(SCHEMA["properties"])
 
     for index in (1, 2, 3):
@@ -67,6 +68,7 @@ def test_a_model_replay_compiles_and_the_next_replays_need_no_model(api, shop, m
         assert run["extractedBy"] == "rules", [(s["action"], s["observation"][:300]) for s in run["steps"]]
         assert (run["usage"]["inputTokens"], run["usage"]["outputTokens"]) == (0, 0)
         assert "model-call" not in [step["action"] for step in run["steps"]]
+        assert "(plain HTTP, no browser)" in run["steps"][0]["observation"]
     assert len(model.requests) == 1
 
     # A redesign: the rules find nothing, the model reads the page, and its answer compiles anew.
@@ -145,3 +147,29 @@ def test_editing_the_schema_drops_rules_compiled_for_the_old_one(api, shop, mode
     smaller = {"type": "object", "properties": {"name": {"type": "string"}}}
     assert api.patch("/api/queries/edited", {"schema": smaller}, format="json").status_code == 200
     assert api.get("/api/queries/edited").json()["compiled"] is None
+
+
+def test_rules_that_need_the_pages_scripts_keep_the_browser(api, site, settings):
+    schema = {"type": "object", "properties": {"headline": {"type": "string"}}}
+    with GroundTruthOpenAI({site.url("/js"): {"headline": "Rendered headline"}}) as server:
+        settings.MODEL_PROVIDER = "openai"
+        settings.MODEL_NAME = "ground-truth"
+        settings.OPENAI_BASE_URL = server.base_url + "/v1"
+        settings.OPENAI_API_KEY = "sk-test"
+        body = {"name": "headline", "url": site.url("/js"), "schema": schema}
+        assert api.post("/api/queries", body, format="json").status_code == 201
+        first = replay_url(api, "headline", site.url("/js"))
+        assert first["extractedBy"] == "model"
+        compiled = api.get("/api/queries/headline").json()["compiled"]
+        assert compiled["render"] == "browser"  # plain HTTP serves the page before its script wrote the headline
+        second = replay_url(api, "headline", site.url("/js"))
+        assert second["extractedBy"] == "rules" and second["result"] == {"headline": "Rendered headline"}
+        assert second["steps"][0]["screenshot"]  # loaded in the browser
+        assert len(server.requests) == 1
+
+
+def replay_url(api, name: str, url: str) -> dict:
+    queued = api.post(f"/api/queries/{name}/run", {"url": url}, format="json")
+    assert queued.status_code == 201, queued.content
+    execute_run(queued.json()["id"])
+    return api.get(f"/api/runs/{queued.json()['id']}").json()

@@ -474,6 +474,8 @@ export interface components {
       fields: {
         [key: string]: "rule" | "model";
       };
+      /** @description http: the rules held on the page as plain HTTP serves it; replays read it without a browser. */
+      render?: components["schemas"]["LoadedByEnum"];
       /** @description The run whose answer was compiled. */
       fromRun?: string;
       /** @description When the rules reproduced that answer (ISO 8601). */
@@ -492,6 +494,8 @@ export interface components {
       fields: {
         [key: string]: "rule" | "model";
       };
+      /** @description http: the rules held on the page as plain HTTP serves it; replays read it without a browser. */
+      render?: components["schemas"]["LoadedByEnum"];
       /** @description The run whose answer was compiled. */
       fromRun?: string;
       /** @description When the rules reproduced that answer (ISO 8601). */
@@ -613,7 +617,7 @@ export interface components {
       markdown: string;
       links: string[];
       /** @description How the page was loaded. */
-      render: components["schemas"]["FetchResponseRenderEnum"];
+      render: components["schemas"]["LoadedByEnum"];
       /** @description How far the browser got: domcontentloaded when the load event did not come within a few seconds of DOMContentLoaded (the page was read as it was); always load for render http. */
       loadState: components["schemas"]["LoadStateEnum"];
       /** @description The page was longer than the service reads (20 MiB of HTML): the result is of its beginning. */
@@ -624,8 +628,6 @@ export interface components {
        */
       runId?: string;
     };
-    /** @enum {string} */
-    FetchResponseRenderEnum: "browser" | "http";
     /** @enum {string} */
     FetchRunSpecKindEnum: "fetch";
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
@@ -658,6 +660,8 @@ export interface components {
     };
     /** @enum {string} */
     LoadStateEnum: "load" | "domcontentloaded";
+    /** @enum {string} */
+    LoadedByEnum: "browser" | "http";
     /** @enum {unknown} */
     NullEnum: null;
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
