@@ -1,4 +1,5 @@
-"""The page archive: the HTML each page load of a run read (after the settle wait: what the snapshot saw), gzipped
+"""The page archive: the HTML each page load of a run read (after the settle wait: what the snapshot saw; for an
+agent, the page as each step left it, scrubbed of the credential's secrets like its observations), gzipped
 under `<dataDir>/archives/<run>/<attempt>-<step>.html.gz`; a step's `page` holds where it is and what it was (final
 URL, status, content type, size, whether it was cut). Kept ARCHIVE_RETENTION_DAYS (0: nothing is archived), cut
 past ARCHIVE_MAX_BYTES of HTML. Re-extraction reads it instead of the network; `GET …/steps/:index/page` serves it

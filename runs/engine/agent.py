@@ -36,7 +36,7 @@ from runs.engine.navigation import (
 )
 from runs.engine.netguard import REFUSED_HEADER, network_guard
 from runs.engine.secrets import FillRefused, Secrets
-from runs.engine.spec import Credential, EngineError, FetchSpec, Recorder, checked_url
+from runs.engine.spec import Credential, EngineError, FetchSpec, PageCopy, Recorder, checked_url
 
 TEXT_LIMIT = 4000
 ELEMENT_LIMIT = 150
@@ -235,6 +235,31 @@ class _RefusedNavigations:
             self.seen = True
 
 
+class _Document:
+    """The status and content type of the document the page shows (its last main-frame navigation response)."""
+
+    def __init__(self, page: Page):
+        self.page = page
+        self.status = 0  # none seen yet
+        self.content_type = ""
+        page.on("response", self._on_response)
+
+    def _on_response(self, response) -> None:
+        if response.frame == self.page.main_frame and response.request.is_navigation_request():
+            self.status = response.status
+            self.content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+
+
+def _page_copy(page: Page, document: _Document, secrets: Secrets) -> PageCopy | None:
+    """The page as the step left it, for the run's archive: scrubbed of the credential's secrets like every
+    observation (a page may echo what was typed), never the field values the browser holds."""
+    try:
+        html = page.content()
+    except PlaywrightError:  # the page was navigating: this step keeps no page
+        return None
+    return PageCopy(secrets.scrub(page.url), document.status, document.content_type, secrets.scrub(html))
+
+
 def _clipboard_shortcut(key: str) -> bool:
     """Copy, cut or paste: a secret could be carried from the field it went into to one whose value is reported."""
     parts = key.lower().replace(" ", "").split("+")
@@ -287,6 +312,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
         page = tab.page
         popups = _Popups(context, page)
         refused = _RefusedNavigations(page)
+        document = _Document(page)
         started = time.monotonic()
         try:
             start = Deadline(spec.page.options.timeout_ms, recorder.checkpoint)
@@ -313,6 +339,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
             observation=observation,
             screenshot=_screenshot(page, spec, secrets),
             duration_ms=int((time.monotonic() - started) * 1000),
+            page=_page_copy(page, document, secrets),
         )
         for _ in range(spec.max_steps):
             recorder.checkpoint()
@@ -383,6 +410,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
                 observation=observation,
                 screenshot=_screenshot(page, spec, secrets),
                 duration_ms=int((time.monotonic() - started) * 1000),
+                page=_page_copy(page, document, secrets),
             )
         raise failed("max_steps", f"The goal was not reached within maxSteps ({spec.max_steps}).")
     finally:

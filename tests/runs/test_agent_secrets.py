@@ -183,6 +183,10 @@ def test_a_hostile_page_and_model_get_no_piece_of_the_password(api, settings, ho
     assert pieces_found(model.sent_text()) == set()
     assert pieces_found(json.dumps([r["body"] for r in model.requests], ensure_ascii=False)) == set()
     assert pieces_found(django_database_text()) == set()
+    # The pages the steps archived are scrubbed like the observations (the page echoes what was typed).
+    archived = [api.get(step["page"]["href"]).content.decode() for step in steps if step["page"]]
+    assert len(archived) >= 8 and any("You typed" in html for html in archived)
+    assert pieces_found("".join(archived)) == set()
     # The screenshots after the password went in paint over its field, though the page made it a text field and
     # took the service's marks off, and over the text that echoes it (Playwright's mask colour is magenta).
     for step in steps[6:9]:
