@@ -43,6 +43,7 @@ def test_create_then_get_and_list(api):
         "instruction": "the shoe",
         "compile": True,
         "compiled": None,
+        "mcpTool": False,
         "runCount": 0,
         "lastRunAt": None,
         "createdAt": created["createdAt"],

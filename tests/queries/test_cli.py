@@ -54,6 +54,7 @@ def query_body(name: str, **changes) -> dict:
         "instruction": "",
         "compile": True,
         "compiled": None,
+        "mcpTool": False,
         "runCount": 0,
         "lastRunAt": None,
         "createdAt": iso(query.created_at),

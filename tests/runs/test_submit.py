@@ -46,6 +46,7 @@ def test_fetch_run_is_queued_with_defaults_filled_in(api):
         "error": None,
         "drift": None,
         "usage": {},
+        "extractedBy": None,
         "stepCount": 0,
         "createdAt": body["createdAt"],
         "startedAt": None,

@@ -63,6 +63,8 @@ BAD_VALUES = {
     "BATCH_MAX_RUNS": "lots",
     "OBSERVATION_MAX_CHARS": "10",
     "SCREENSHOT_MAX_BYTES": "5e6",
+    "ARCHIVE_RETENTION_DAYS": "-1",
+    "ARCHIVE_MAX_BYTES": "10MB",
     "SECRET_KEY": "changeme",
     "MODEL_PROVIDER": "acme",
     "MODEL_NAME": "gpt 4o",
