@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('queries', '0002_saved_query_compiled'),
+        ("queries", "0002_saved_query_compiled"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='savedquery',
-            name='mcp_tool',
+            model_name="savedquery",
+            name="mcp_tool",
             field=models.BooleanField(default=False),
         ),
     ]
