@@ -29,6 +29,9 @@ def data_dir(settings, tmp_path):
     settings.ALLOW_PRIVATE_NETWORKS = True
     settings.BROWSER_ARGS = TEST_BROWSER_ARGS
     settings.API_RATE_LIMIT = 0  # in-process tests share one cache; tests/service/test_limits.py sets its own
+    from django.core.cache import cache
+
+    cache.clear()  # nor do failed sign-ins of one test count against another's (they are counted per address)
     return tmp_path
 
 

@@ -57,25 +57,29 @@ SIGN_IN_FAILURES_PER_ADDRESS = 10
 SIGN_IN_FAILURES_IN_ALL = 100
 
 
-def _failure_counters(address: str) -> tuple[list[tuple[str, int]], int]:
-    now = time.time()
-    window = int(now // 60)
-    counters = [
+def _failure_counters(address: str, window: int) -> list[tuple[str, int]]:
+    return [
         (f"sign-in-failures:{address}:{window}", SIGN_IN_FAILURES_PER_ADDRESS),
         (f"sign-in-failures:*:{window}", SIGN_IN_FAILURES_IN_ALL),
     ]
-    return counters, max(1, 60 - int(now % 60))
 
 
 def sign_in_wait(address: str) -> int | None:
-    """Seconds until a sign-in from address is taken again, or None when it may try now."""
-    counters, wait = _failure_counters(address)
-    over = any((cache.get(key) or 0) >= limit for key, limit in counters)
-    return wait if over else None
+    """Seconds until a sign-in from address is taken again, or None when it may try now. This minute's failures
+    and the last minute's count together, so a burst across a minute boundary is held like one within a minute
+    (the wait is then until the burst's minute has passed)."""
+    now = time.time()
+    window = int(now // 60)
+    current = _failure_counters(address, window)
+    previous = _failure_counters(address, window - 1)
+    for (key, limit), (before, _) in zip(current, previous, strict=True):
+        if (cache.get(key) or 0) + (cache.get(before) or 0) >= limit:
+            return max(1, 60 - int(now % 60))
+    return None
 
 
 def note_failed_sign_in(address: str) -> None:
-    for key, _ in _failure_counters(address)[0]:
+    for key, _ in _failure_counters(address, int(time.time() // 60)):
         if not cache.add(key, 1, timeout=120):
             try:
                 cache.incr(key)

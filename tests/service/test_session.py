@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from django.test import Client
@@ -162,6 +163,24 @@ def test_the_event_stream_takes_a_session_from_our_origin_or_a_trusted_one_only(
     with pytest.raises(InvalidStatus) as refused:
         connect(live_service.events_url, additional_headers=cookie, origin="https://evil.example.com")
     assert refused.value.response.status_code == 403
+
+
+def test_failures_just_before_a_minute_boundary_still_hold_sign_ins_after_it(browser_client, monkeypatch):
+    """Ten guesses at 11:59:59 are not forgotten at 12:00:01: a burst across a minute boundary is held too."""
+    from django.core.cache import cache
+
+    from service.kernel import auth
+
+    cache.clear()
+    clock = [(int(time.time()) // 60 + 1) * 60 - 1.0]  # one second before the next minute starts
+    monkeypatch.setattr(auth.time, "time", lambda: clock[0])
+    for n in range(auth.SIGN_IN_FAILURES_PER_ADDRESS):
+        assert sign_in(browser_client, f"guess-{n}").status_code == 401
+    clock[0] += 2  # the next minute
+    assert sign_in(browser_client, API_KEY).status_code == 429
+    clock[0] += 59  # the minute after the guesses' minute: taken again
+    assert sign_in(browser_client, API_KEY).status_code == 200
+    cache.clear()
 
 
 def test_failed_sign_ins_are_limited_per_address_and_the_keys_tried_are_never_logged(browser_client, caplog):
