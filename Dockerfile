@@ -2,7 +2,8 @@
 # The web-data service in one image: the playground UI built in a Node stage, then Python with Debian's headless
 # Chromium (Playwright cannot download its own browser on closed networks, and Debian's is patched regularly).
 
-FROM node:20-bookworm-slim AS ui
+# Node 24: the active LTS line (supported into 2028).
+FROM node:24-bookworm-slim AS ui
 WORKDIR /ui
 COPY frontend/package.json frontend/package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -31,8 +32,9 @@ RUN useradd --create-home --uid 10001 --shell /usr/sbin/nologin app \
     && chown app:app /data
 
 WORKDIR /app
-COPY requirements.txt ./
-RUN pip install --no-cache-dir -r requirements.txt
+# Every package pinned with its hashes (make lock writes the file from requirements.txt).
+COPY requirements.lock ./
+RUN pip install --no-cache-dir --require-hashes -r requirements.lock
 # The code belongs to root and is read-only to the app user: a compromised process cannot rewrite it.
 COPY . .
 COPY --from=ui /ui/dist frontend/dist

@@ -3,16 +3,25 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test lint bench browser test-tools ui test-ui test-postgres api-types
+.PHONY: setup run test lint bench browser test-tools ui test-ui test-postgres api-types lock
 
 setup: $(VENV)/.installed browser ui
 	$(PY) manage.py migrate --noinput
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+# Installed from the lock (every package pinned, with its hashes): the same on every machine.
+$(VENV)/.installed: requirements-dev.lock
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+	$(PY) -m pip install --quiet --require-hashes -r requirements-dev.lock
 	touch $@
+
+# After editing requirements.txt or requirements-dev.txt (the human-edited lists): pin everything they pull in,
+# with hashes. The image installs requirements.lock; make installs requirements-dev.lock (the same and the tools).
+LOCK := $(VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
+	--no-emit-find-links
+lock: $(VENV)/.installed
+	$(LOCK) --output-file=requirements.lock requirements.txt
+	$(LOCK) --output-file=requirements-dev.lock requirements-dev.txt
 
 # Playwright cannot download its browser on a closed network: use the system's Chromium, installing it if absent.
 browser:

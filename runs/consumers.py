@@ -16,7 +16,7 @@ from django.conf import settings
 
 from runs import stream
 from runs.feed import TICK_SECONDS, EventBatch, process_feed
-from service.kernel import daphne
+from service.kernel import daphne, metrics
 from service.kernel.auth import bearer_key, key_identity, origin_if_foreign, session_identity
 
 log = logging.getLogger(__name__)
@@ -79,6 +79,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
         self._sender: asyncio.Task | None = None
         self._guard: stream.GapGuard | None = None
         self._dropped = False
+        self._counted = False  # in the open-connections gauge
         self._sent = 0
         self._waiting = 0  # events offered to this connection that its sender has not taken yet
         # The handshake completes only for a client that may read the stream: others get an HTTP answer (403 for
@@ -95,6 +96,8 @@ class EventsConsumer(AsyncWebsocketConsumer):
         # must see its run's first event.
         now = await database_sync_to_async(stream.latest_event_id)()
         await self.accept()
+        self._counted = True
+        metrics.WEBSOCKETS.inc()
         query = parse_qs(self.scope.get("query_string", b"").decode())
         try:
             after = query.get("after", [None])[0]
@@ -121,6 +124,9 @@ class EventsConsumer(AsyncWebsocketConsumer):
 
     async def disconnect(self, code: int) -> None:
         process_feed.remove(self)
+        if self._counted:
+            self._counted = False
+            metrics.WEBSOCKETS.dec()
         if self._sender is not None:
             self._sender.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
+from runs import metrics
 from runs.models import Event, Run, Step
 from runs.wakeup import waker
 
@@ -57,6 +58,8 @@ def event_step(run: Run, step: Step, *, screenshot_url: str | None) -> list[Even
 
 
 def event_run_finished(run: Run) -> Event:
+    """Every run that ends passes here once (finished, cancelled, or failed by the reaper): it is counted too."""
+    metrics.run_finished(run)
     payload: dict = {"status": run.status}
     if run.error:
         payload["error"] = run.error

@@ -25,6 +25,7 @@ from runs.engine.llm import ModelSettings, make_model
 from runs.engine.spec import EngineError, PageCopy, RunAborted
 from runs.models import Run
 from runs.resources import page_spec
+from service.kernel import logs
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +211,11 @@ def execute_run(run_id: str) -> str:
         return "skipped"
     recorder = RunRecorder(run)
     try:
-        return _execute_claimed(run, recorder)
+        with logs.running(run_id, run.attempts):
+            log.info("run %s (%s) started, attempt %d", run_id, run.kind, run.attempts)
+            outcome = _execute_claimed(run, recorder)
+            log.info("run %s %s", run_id, outcome)
+            return outcome
     finally:
         recorder.close()
 

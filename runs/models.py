@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timedelta
 
@@ -12,6 +13,19 @@ from django.utils import timezone
 
 class IllegalTransition(Exception):
     """A run was asked to move to a state it cannot reach from where it is."""
+
+
+PREVIEW_CHARS = 200
+
+
+def summarize_result(result: object) -> tuple[str, int | None]:
+    """What a run list shows of a result instead of the result: its first words (a page's Markdown, or the JSON)
+    with whitespace collapsed, and its size as compact JSON in bytes (None when there is no result)."""
+    if result is None:
+        return "", None
+    text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
+    readable = result["markdown"] if isinstance(result, dict) and isinstance(result.get("markdown"), str) else text
+    return " ".join(readable.split())[:PREVIEW_CHARS], len(text.encode())
 
 
 class Batch(models.Model):
@@ -123,6 +137,9 @@ class Run(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=128, blank=True, default="")
     result = models.JSONField(null=True, blank=True)
+    # What run lists show instead of the result (summarize_result), kept when the result is.
+    preview = models.CharField(max_length=PREVIEW_CHARS, blank=True, default="")
+    result_bytes = models.PositiveIntegerField(null=True, blank=True)
     error = models.JSONField(null=True, blank=True)
     # Saved-query replays: what changed since the previous successful replay (runs/drift.py).
     drift = models.JSONField(null=True, blank=True)
@@ -194,6 +211,7 @@ class Run(models.Model):
         False if this attempt no longer owns the run."""
         status = self.Status.FAILED if error else self.Status.SUCCEEDED
         self._check(status)
+        preview, result_bytes = summarize_result(result)
         guard = (
             Q(status=self.Status.RUNNING, attempts=self.attempts)
             if self.status == self.Status.RUNNING
@@ -203,6 +221,8 @@ class Run(models.Model):
             guard,
             status=status,
             result=result,
+            preview=preview,
+            result_bytes=result_bytes,
             error=error,
             drift=drift,
             extracted_by=extracted_by,

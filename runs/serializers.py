@@ -506,6 +506,26 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class RunSummarySerializer(RunSerializer):
+    """A run as GET /api/runs lists it: everything but the result, which a list shows as a preview and a size
+    (?include=result lists whole runs)."""
+
+    preview = serializers.CharField(
+        help_text="The result's first words (a page's Markdown, or the JSON), whitespace collapsed; empty without one."
+    )
+    resultBytes = serializers.IntegerField(
+        source="result_bytes", allow_null=True, help_text="The result's size as compact JSON; null without one."
+    )
+
+    class Meta(RunSerializer.Meta):
+        fields = [
+            *(name for name in RunSerializer.Meta.fields if name != "result"),
+            "preview",
+            "resultBytes",
+        ]
+        read_only_fields = fields
+
+
 class ArchivedPageSerializer(serializers.Serializer):
     """The page a step loaded, as archived (runs/archive.py)."""
 
@@ -589,6 +609,12 @@ class RunListParamsSerializer(RunFilterSerializer):
     )
     cursor = serializers.CharField(
         required=False, help_text="The page to read: take it from the `next` or `previous` URL of an answer."
+    )
+    include = serializers.ChoiceField(
+        choices=["result"],
+        required=False,
+        help_text="result: list whole runs, each with its result (by default a run is listed without it, with a "
+        "preview and its size).",
     )
 
     unknown_hints = {

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
-from runs import archive, events, queue, resources
+from runs import archive, events, metrics, queue, resources
 from runs.drift import result_drift
 from runs.engine.spec import PageCopy
 from runs.models import Batch, Run, Step
@@ -91,6 +91,7 @@ def run_claim(*, run_id: str, worker: str) -> Run | None:
             return None
         run.steps.all().delete()
         events.event_run_started(run)
+    metrics.run_claimed(run)
     return run
 
 

@@ -8,7 +8,7 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -34,6 +34,7 @@ from runs.serializers import (
     RunFilterSerializer,
     RunListParamsSerializer,
     RunSerializer,
+    RunSummarySerializer,
     SearchRequestSerializer,
     SearchResponseSerializer,
 )
@@ -78,9 +79,14 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         if self.action == "list":
             params = RunListParamsSerializer(data=self.request.query_params)
             params.is_valid(raise_exception=True)
-            filters = {k: v for k, v in params.validated_data.items() if k not in ("limit", "cursor")}
+            filters = {k: v for k, v in params.validated_data.items() if k not in ("limit", "cursor", "include")}
             runs = runs.filter_by(**filters)
+            if not self.whole_runs_listed():
+                runs = runs.defer("result")
         return runs
+
+    def whole_runs_listed(self) -> bool:
+        return self.request.query_params.get("include") == "result"
 
     def get_object(self) -> Run:
         run = self.get_queryset().filter(pk=self.kwargs["pk"]).first() if is_uuid(self.kwargs["pk"]) else None
@@ -90,13 +96,20 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         return run
 
     def get_serializer_class(self):
-        return RunDetailSerializer if self.action == "retrieve" else RunSerializer
+        if self.action == "retrieve":
+            return RunDetailSerializer
+        if self.action == "list" and not self.whole_runs_listed():
+            return RunSummarySerializer
+        return RunSerializer
 
     @extend_schema(responses={200: RunDetailSerializer, **errors(404)})
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
-    @extend_schema(parameters=[RunFilterSerializer])
+    @extend_schema(
+        parameters=[RunListParamsSerializer],
+        responses={200: PolymorphicProxySerializer("RunListItem", [RunSummarySerializer, RunSerializer], None)},
+    )
     def list(self, request: Request, *args, **kwargs) -> Response:
         return super().list(request, *args, **kwargs)
 

@@ -38,6 +38,7 @@ class Config:
     browser_args: tuple[str, ...]
     browser_sandbox: str  # auto, on or off
     workers: int
+    web_processes: int
     allow_private_networks: bool
     network_allowlist: tuple[str, ...]
     network_dns_servers: tuple[str, ...]
@@ -70,6 +71,9 @@ class Config:
     allowed_hosts: list[str]
     csrf_trusted_origins: list[str]
     log_level: str
+    log_format: str  # text or json
+    metrics_token: str | None
+    sentry_dsn: str | None
 
     @property
     def job_timeout_seconds(self) -> int:
@@ -91,6 +95,14 @@ def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -
         raise ConfigError(f"{name} must be a whole number, got {raw!r}.") from None
     if not low <= value <= high:
         raise ConfigError(f"{name} must be between {low} and {high}, got {value}.")
+    return value
+
+
+def _choice(env: Mapping[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """One of choices (the first is the default), case-insensitive."""
+    value = (env.get(name) or choices[0]).lower()
+    if value not in choices:
+        raise ConfigError(f"{name} must be {' or '.join(choices)}, got {env.get(name)!r}.")
     return value
 
 
@@ -355,6 +367,7 @@ def read_config(env: Mapping[str, str]) -> Config:
         browser_args=_browser_args(env),
         browser_sandbox=_sandbox(env),
         workers=_int(env, "WORKERS", 2, 1, 64),
+        web_processes=_int(env, "WEB_PROCESSES", max(1, os.cpu_count() or 1), 1, 64),
         allow_private_networks=_bool(env, "ALLOW_PRIVATE_NETWORKS", False),
         network_allowlist=_allowlist(env, "NETWORK_ALLOWLIST"),
         network_dns_servers=_nameservers(env, "NETWORK_DNS_SERVERS"),
@@ -389,4 +402,7 @@ def read_config(env: Mapping[str, str]) -> Config:
         allowed_hosts=_allowed_hosts(env, host, public_url),
         csrf_trusted_origins=_origins(env, public_url),
         log_level=log_level,
+        log_format=_choice(env, "LOG_FORMAT", ("text", "json")),
+        metrics_token=_header_secret(env, "METRICS_TOKEN"),
+        sentry_dsn=_url(env, "SENTRY_DSN", ("http", "https")),
     )

@@ -36,6 +36,14 @@ BROWSER_ARGS = CONFIG.browser_args
 BROWSER_SANDBOX = CONFIG.browser_sandbox
 SERVICE_PUBLIC_URL = CONFIG.public_url
 WORKERS = CONFIG.workers
+WEB_PROCESSES = CONFIG.web_processes
+METRICS_TOKEN = CONFIG.metrics_token
+SENTRY_DSN = CONFIG.sentry_dsn
+# Every process of the installation on this machine writes its metrics here, and GET /api/metrics reads them all
+# (service/kernel/metrics.py). Set before anything imports prometheus_client; `serve` empties it when it starts. Web
+# and worker machines sharing a data directory over a network file system each set their own local directory.
+os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", str(DATA_DIR / "metrics"))
+Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
 ALLOW_PRIVATE_NETWORKS = CONFIG.allow_private_networks
 NETWORK_ALLOWLIST = CONFIG.network_allowlist
 NETWORK_DNS_SERVERS = CONFIG.network_dns_servers
@@ -85,6 +93,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "service.kernel.metrics.RequestMetrics",
+    # ETag on every complete GET answer (a hash of the body), 304 to If-None-Match: a client polling a run detail
+    # that did not change gets no body.
+    "django.middleware.http.ConditionalGetMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -136,11 +148,12 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Shared by every process of one installation (django-q2 keeps cluster stats here; /api/health reads them).
+# Shared by every process of the installation (the sign-in limit counts in it; the API rate limit counts in
+# service/kernel/counters.py, which follows REDIS_URL the same way).
 CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-        "LOCATION": str(DATA_DIR / "cache"),
-    }
+    "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+    if REDIS_URL
+    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(DATA_DIR / "cache")}
 }
 
 if REDIS_URL:
@@ -227,8 +240,19 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        # LOG_FORMAT=json: one JSON object a line, with runId and attempt while a worker runs a run.
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "format": "%(asctime)s %(levelname)s %(name)s %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "filters": {"run": {"()": "service.kernel.logs.RunContext"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": CONFIG.log_format, "filters": ["run"]},
+    },
     "root": {"handlers": ["console"], "level": CONFIG.log_level},
     "loggers": {
         "django-q": {"level": "WARNING"},
@@ -236,3 +260,15 @@ LOGGING = {
         "mcp": {"level": "WARNING"},  # the SDK logs each HTTP request at INFO
     },
 }
+
+if SENTRY_DSN:
+    import sentry_sdk
+
+    # Errors (and crashed runs, logged with log.exception) go to Sentry; no request bodies, no personal data.
+    sentry_sdk.init(
+        dsn=SENTRY_DSN,
+        send_default_pii=False,
+        include_local_variables=False,  # a frame's locals may hold a credential or a page's text
+        max_request_body_size="never",
+        traces_sample_rate=0.0,
+    )

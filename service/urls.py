@@ -18,6 +18,7 @@ router.register("profiles", ProfileViewSet, basename="profile")
 
 api = [
     path("health", views.health, name="health"),
+    path("metrics", views.MetricsView.as_view(), name="metrics"),
     path("session", views.SessionView.as_view(), name="session"),
     path("schema", views.SchemaView.as_view(), name="schema"),
     path("docs", views.DocsView.as_view(url_name="schema"), name="docs"),

@@ -7,19 +7,25 @@ from django.middleware.csrf import get_token, rotate_token
 from django.views.decorators.http import require_safe
 from django_q.models import OrmQ
 from django_q.status import Stat
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+from prometheus_client import CONTENT_TYPE_LATEST
 from rest_framework import serializers
 from rest_framework.decorators import api_view, authentication_classes, permission_classes
 from rest_framework.permissions import AllowAny
-from rest_framework.renderers import JSONRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from runs.engine.browser import find_system_executable, sandbox_state
+from runs.metrics import RunStates
 from runs.models import Run
+from service.kernel import metrics
 from service.kernel.auth import (
+    ApiKeyAuthentication,
+    MetricsTokenAuthentication,
     SessionKeyAuthentication,
     note_failed_sign_in,
     refuse_foreign_origin,
@@ -178,3 +184,24 @@ class SessionView(APIView):
             SessionKeyAuthentication().enforce_csrf(request)  # signing out is a write like any other
         request.session.flush()
         return Response({"signedIn": False, "keyName": None})
+
+
+class PrometheusText(BaseRenderer):
+    media_type = "text/plain"
+    format = "prometheus"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        return data if isinstance(data, bytes) else JSONRenderer().render(data)
+
+
+class MetricsView(APIView):
+    """The service's metrics in the Prometheus text format, summed over every process of the service on this
+    machine (web processes and workers). Open to an API key, or to METRICS_TOKEN for a scraper."""
+
+    authentication_classes = [MetricsTokenAuthentication, ApiKeyAuthentication, SessionKeyAuthentication]
+    renderer_classes = [PrometheusText, JSONRenderer]
+
+    @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR})
+    def get(self, request: Request) -> HttpResponse:
+        return HttpResponse(metrics.exposition(RunStates()), content_type=CONTENT_TYPE_LATEST)

@@ -181,13 +181,20 @@ class LiveService:
         self.port = free_port()
         self.marker = f"--wds-test-instance={uuid.uuid4().hex}"
         self.env = {
-            **{k: v for k, v in os.environ.items() if not k.startswith(("SERVICE_", "DATABASE_URL", "REDIS_URL"))},
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if not k.startswith(("SERVICE_", "DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR"))
+            },
             "SERVICE_HOST": "127.0.0.1",
             "SERVICE_PORT": str(self.port),
             "SERVICE_DATA_DIR": str(data_dir),
             "SERVICE_API_KEY": KEY,
             "ALLOW_PRIVATE_NETWORKS": "true",
             "WORKERS": "2",
+            # One web process unless a test asks for more (tests/service/test_web_processes.py): each one more
+            # costs a second of start-up, and most tests are about one request at a time.
+            "WEB_PROCESSES": "1",
             **(
                 {
                     "RUN_LEASE_SECONDS": str(lease_seconds),

@@ -18,6 +18,7 @@ from typing import TypeVar
 from playwright.sync_api import Browser as PlaywrightBrowser
 from playwright.sync_api import BrowserContext, Playwright, sync_playwright
 
+from runs.engine import telemetry
 from runs.engine.netguard import network_guard
 from runs.engine.netpolicy import NetworkPolicy
 from runs.engine.spec import EngineError
@@ -123,6 +124,8 @@ class Browser:
     def _ensure(self) -> PlaywrightBrowser:
         if self._browser is not None and self._browser.is_connected():
             return self._browser
+        if self._browser is not None:
+            telemetry.report("browser_crashed")
         sandboxed, why = sandbox_state(self._sandbox)
         if self._sandbox == "on" and not sandboxed:
             raise EngineError("browser_sandbox", f"BROWSER_SANDBOX=on, but the sandbox is {why}.")
@@ -136,6 +139,7 @@ class Browser:
             args=[*LAUNCH_ARGS, *self._extra_args],
             chromium_sandbox=sandboxed,
         )
+        telemetry.report("browser_launched")
         return self._browser
 
     def new_context(

@@ -13,6 +13,7 @@ import ipaddress
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from runs.engine import telemetry
 from runs.engine.resolver import IPAddress, Resolver, resolver_for
 
 # Which addresses are public is decided from this table, not from ipaddress.is_global, whose own tables changed
@@ -61,6 +62,7 @@ class Refused(Exception):
     def __init__(self, message: str, code: str = "url_not_allowed"):
         super().__init__(message)
         self.code = code
+        telemetry.report("guard_refused", code)  # made only to be raised: each one is a refusal
 
 
 def parse_ipv4(host: str) -> ipaddress.IPv4Address | None:

@@ -11,6 +11,7 @@ from django.core.cache import cache
 from rest_framework import authentication, exceptions, throttling
 from rest_framework.request import Request
 
+from service.kernel import counters
 from service.kernel.keys import ApiKey, hash_key, matches_bootstrap_key
 
 # The playground signs in by exchanging a key for a session; the session keeps the key's name and hash (never the
@@ -180,23 +181,36 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         return 'Bearer realm="api"'
 
 
-class PerKeyRateThrottle(throttling.SimpleRateThrottle):
-    """API_RATE_LIMIT requests per minute per API key (a playground session counts as its key), counted in the
-    shared cache so every web process of one installation agrees."""
+class MetricsTokenAuthentication(authentication.BaseAuthentication):
+    """METRICS_TOKEN as a Bearer token: what a scraper sends to GET /api/metrics (and it opens nothing else)."""
 
-    scope = "api-key"
+    def authenticate(self, request: Request) -> tuple[KeyHolder, str] | None:
+        token = settings.METRICS_TOKEN
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        raw = bearer_key(header) if header else None
+        if token and raw and hmac.compare_digest(raw.encode(), token.encode()):
+            return KeyHolder(key_name="metrics-token"), "metrics-token"
+        return None
 
-    def get_rate(self) -> str | None:
-        # Read per request (not at import) so the limit follows the settings; None = no limit.
-        return f"{settings.API_RATE_LIMIT}/min" if settings.API_RATE_LIMIT else None
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'  # so an unauthenticated scrape is a 401, as everywhere in the API
+
+
+class PerKeyRateThrottle(throttling.BaseThrottle):
+    """API_RATE_LIMIT requests a minute per API key (a playground session counts as its key), counted in the
+    installation's shared counters (service/kernel/counters.py) so that every web process spends one budget: a
+    minute starts with the key's first request, and its first API_RATE_LIMIT requests pass, exactly."""
+
+    WINDOW_SECONDS = 60
+    seconds_left: float | None = None
 
     def allow_request(self, request: Request, view) -> bool:
-        self.rate = self.get_rate()
-        self.num_requests, self.duration = self.parse_rate(self.rate)
-        return super().allow_request(request, view)
-
-    def get_cache_key(self, request: Request, view) -> str | None:
+        limit = settings.API_RATE_LIMIT  # read per request, so the limit follows the settings; 0 = no limit
         holder = request.user
-        if not getattr(holder, "is_authenticated", False):
-            return None  # unauthenticated requests are refused anyway (health is not limited)
-        return self.cache_format % {"scope": self.scope, "ident": holder.key_name}
+        if not limit or not getattr(holder, "is_authenticated", False):
+            return True  # unauthenticated requests are refused anyway (health is not limited)
+        count, self.seconds_left = counters.hit(f"api-key:{holder.key_name}", self.WINDOW_SECONDS)
+        return count <= limit
+
+    def wait(self) -> float | None:
+        return self.seconds_left

@@ -99,3 +99,11 @@ class PlaygroundSession(OpenApiAuthenticationExtension):
             "name": settings.SESSION_COOKIE_NAME,
             "description": "The playground's session (POST /api/session); writes echo the CSRF cookie in X-CSRFToken.",
         }
+
+
+class MetricsToken(OpenApiAuthenticationExtension):
+    target_class = "service.kernel.auth.MetricsTokenAuthentication"
+    name = "metricsToken"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "METRICS_TOKEN: opens GET /api/metrics only."}

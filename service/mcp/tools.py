@@ -21,7 +21,7 @@ from queries.serializers import SavedQuerySerializer
 from queries.services import query_get, query_replay
 from runs.direct import fetch_page, search
 from runs.models import Run
-from runs.serializers import RunDetailSerializer
+from runs.serializers import RunDetailSerializer, RunSummarySerializer
 from runs.services import run_submit, run_wait
 from service.kernel.errors import ServiceError
 from service.mcp.inputs import api_fields
@@ -130,6 +130,12 @@ def _object(properties: dict, required: tuple[str, ...] = ()) -> dict:
 
 
 RUN_ID = {"type": "string", "format": "uuid", "description": "The run's id (a UUID)."}
+SUMMARY = {
+    "type": "boolean",
+    "default": False,
+    "description": "Only the run's status, error, usage, a preview of its result and the result's size; no result "
+    "and no trace (enough to follow a run until it ends).",
+}
 WAIT = {
     "type": "number",
     "minimum": 1,
@@ -158,19 +164,21 @@ async def list_saved_queries(arguments: dict) -> types.CallToolResult:
     return _result({"queries": await in_thread(_saved_queries)()})
 
 
-def _run_detail(run_id: str) -> dict:
+def _run_detail(run_id: str, summary: bool) -> dict:
     try:
         uuid.UUID(run_id)
     except ValueError:
         raise ServiceError("invalid_request", f"{run_id!r} is not a run id (a UUID).") from None
-    run = Run.objects.with_step_count().prefetch_related("steps").filter(pk=run_id).first()
+    runs = Run.objects.with_step_count()
+    runs = runs.defer("result") if summary else runs.prefetch_related("steps")
+    run = runs.filter(pk=run_id).first()
     if run is None:
         raise ServiceError("not_found", f"There is no run {run_id}.", status_code=404)
-    return RunDetailSerializer(run).data
+    return (RunSummarySerializer if summary else RunDetailSerializer)(run).data
 
 
 async def get_run(arguments: dict) -> types.CallToolResult:
-    return _result(await in_thread(_run_detail)(arguments["runId"]))
+    return _result(await in_thread(_run_detail)(arguments["runId"], arguments.get("summary", False)))
 
 
 async def fetch_markdown(arguments: dict) -> types.CallToolResult:
@@ -257,7 +265,7 @@ TOOLS: dict[str, Tool] = {
                 "A run with its status, result or error, usage and its complete trace of steps (action, url, "
                 "observation, screenshot path). Use it to follow a run by the id another tool returned."
             ),
-            inputs=lambda: _object({"runId": RUN_ID}, ("runId",)),
+            inputs=lambda: _object({"runId": RUN_ID, "summary": SUMMARY}, ("runId",)),
             call=get_run,
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         ),

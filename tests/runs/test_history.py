@@ -55,7 +55,44 @@ def test_history_filters_by_kind_status_query_and_batch(api):
     assert ids("kind=agent") == []
 
 
-@pytest.mark.parametrize("query", ["kind=crawl", "status=done", "batch=not-a-uuid"])
+def finished_run(n: int, result: object) -> Run:
+    run = make_run(n, status="running")
+    assert run.finish(result=result)
+    return run
+
+
+def test_the_list_shows_a_preview_and_the_size_instead_of_the_result(api):
+    page = {"title": "Long read", "markdown": "# Long read\n\n" + "word " * 4000}
+    fetched = finished_run(1, page)
+    extracted = finished_run(2, {"name": "Trail shoe", "price": 89.9})
+    failed = make_run(3, status="running")
+    assert failed.finish(error={"code": "timeout", "message": "The page did not load in time."})
+    listed = {run["id"]: run for run in api.get("/api/runs").json()["results"]}
+    summary = listed[str(fetched.id)]
+    assert "result" not in summary
+    assert summary["preview"] == ("# Long read " + "word " * 4000)[:200]
+    assert summary["resultBytes"] == len(json.dumps(page, separators=(",", ":")).encode())
+    assert listed[str(extracted.id)]["preview"] == '{"name":"Trail shoe","price":89.9}'
+    assert (listed[str(failed.id)]["preview"], listed[str(failed.id)]["resultBytes"]) == ("", None)
+    whole = {run["id"]: run for run in api.get("/api/runs?include=result").json()["results"]}
+    assert whole[str(fetched.id)]["result"] == page and "preview" not in whole[str(fetched.id)]
+    detail = api.get(f"/api/runs/{fetched.id}").json()
+    assert {name: value for name, value in detail.items() if name != "steps"} == whole[str(fetched.id)]
+
+
+def test_a_run_detail_that_did_not_change_is_answered_304_without_a_body(api):
+    run = finished_run(1, {"markdown": "# hi"})
+    first = api.get(f"/api/runs/{run.id}")
+    etag = first["ETag"]
+    again = api.get(f"/api/runs/{run.id}", HTTP_IF_NONE_MATCH=etag)
+    assert (again.status_code, again.content) == (304, b"")
+    Step.objects.create(run=run, index=0, action="navigate", url=run.url, observation="HTTP 200")
+    changed = api.get(f"/api/runs/{run.id}", HTTP_IF_NONE_MATCH=etag)
+    assert changed.status_code == 200 and changed["ETag"] != etag
+    assert changed.json()["stepCount"] == 1
+
+
+@pytest.mark.parametrize("query", ["kind=crawl", "status=done", "batch=not-a-uuid", "include=steps"])
 def test_bad_filters_are_400(api, query):
     response = api.get(f"/api/runs?{query}")
     assert response.status_code == 400

@@ -49,6 +49,7 @@ BAD_VALUES = {
     "BROWSER_ARGS": "--lang='de",
     "BROWSER_SANDBOX": "sometimes",
     "WORKERS": "0",
+    "WEB_PROCESSES": "0",
     "ALLOW_PRIVATE_NETWORKS": "maybe",
     "NETWORK_ALLOWLIST": "intranet",
     "NETWORK_DNS_SERVERS": "dns.example.com",
@@ -81,8 +82,11 @@ BAD_VALUES = {
     "CSRF_TRUSTED_ORIGINS": "scrape.example.com",
     "DEBUG": "sometimes",
     "LOG_LEVEL": "verbose",
+    "LOG_FORMAT": "xml",
+    "METRICS_TOKEN": "has space",
+    "SENTRY_DSN": "ftp://sentry.example.com/1",
 }
-SECRETS = {"SERVICE_API_KEY", "SECRET_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
+SECRETS = {"SERVICE_API_KEY", "SECRET_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "METRICS_TOKEN"}
 
 
 def test_every_variable_of_the_readme_table_has_a_bad_value_case():
@@ -113,6 +117,8 @@ def test_defaults(tmp_path, monkeypatch):
     assert config.database_url is None and config.redis_url is None
     assert (config.allow_private_networks, config.network_allowlist) == (False, ())
     assert config.network_dns_servers == ()
+    assert config.web_processes == max(1, os.cpu_count() or 1)
+    assert (config.log_format, config.metrics_token, config.sentry_dsn) == ("text", None, None)
     assert oct((config.data_dir / "profiles").stat().st_mode & 0o777) == "0o700"
     assert config.job_retry_seconds > config.job_timeout_seconds > config.run_timeout_max_ms / 1000
 

@@ -307,6 +307,14 @@ def test_the_other_tools_over_stdio(service, site):
             assert run.structured_content["id"] == extracted.meta["runId"]
             assert (run.structured_content["status"], run.structured_content["result"]) == ("succeeded", PRODUCT)
             assert run.structured_content["steps"], "the trace comes with the run"
+            brief = await client.call_tool("get_run", {"runId": extracted.meta["runId"], "summary": True})
+            assert not brief.is_error, brief.content
+            assert "result" not in brief.structured_content and "steps" not in brief.structured_content
+            assert (
+                brief.structured_content["preview"]
+                == json.dumps(PRODUCT, ensure_ascii=False, separators=(",", ":"))[:200]
+            )
+            assert brief.structured_content["status"] == "succeeded"
 
             page = await client.call_tool("fetch_markdown", {"url": site.url("/product"), "render": "http"})
             assert not page.is_error, page.content

@@ -92,6 +92,26 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/metrics": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /**
+     * @description The service's metrics in the Prometheus text format, summed over every process of the service on this
+     *     machine (web processes and workers). Open to an API key, or to METRICS_TOKEN for a scraper.
+     */
+    get: operations["metrics_retrieve"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/api/profiles": {
     parameters: {
       query?: never;
@@ -712,7 +732,7 @@ export interface components {
         [key: string]: unknown;
       };
     };
-    PaginatedRunList: {
+    PaginatedRunListItemList: {
       /**
        * Format: uri
        * @example http://api.example.org/accounts/?cursor=cD00ODY%3D"
@@ -723,7 +743,7 @@ export interface components {
        * @example http://api.example.org/accounts/?cursor=cj0xJnA9NDg3
        */
       previous?: string | null;
-      results: components["schemas"]["Run"][];
+      results: components["schemas"]["RunListItem"][];
     };
     /** @description The editable part of a saved query (PUT needs url and schema; PATCH any of them). */
     PatchedQuerySpecRequest: {
@@ -923,6 +943,7 @@ export interface components {
     };
     /** @enum {string} */
     RunKindEnum: "fetch" | "extract" | "agent";
+    RunListItem: components["schemas"]["RunSummary"] | components["schemas"]["Run"];
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
     RunSpec: {
       kind: components["schemas"]["RunKindEnum"];
@@ -962,6 +983,39 @@ export interface components {
       | components["schemas"]["AgentRunSpecRequest"];
     /** @enum {string} */
     RunStatusEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled";
+    /**
+     * @description A run as GET /api/runs lists it: everything but the result, which a list shows as a preview and a size
+     *     (?include=result lists whole runs).
+     */
+    RunSummary: {
+      /** Format: uuid */
+      readonly id: string;
+      readonly kind: components["schemas"]["RunKindEnum"];
+      readonly status: components["schemas"]["RunStatusEnum"];
+      readonly url: string;
+      spec: components["schemas"]["RunSpec"];
+      readonly query: string | null;
+      /** Format: uuid */
+      batch: string | null;
+      readonly attempts: number;
+      error: components["schemas"]["RunError"] | null;
+      drift: components["schemas"]["Drift"] | null;
+      usage: components["schemas"]["Usage"];
+      /** @description Extract runs: rules (no model call), model, or mixed (a saved query's compiled rules, the model for the fields they do not fill). */
+      extractedBy: (components["schemas"]["ExtractedByEnum"] | components["schemas"]["NullEnum"]) | null;
+      /** @default 0 */
+      readonly stepCount: number;
+      /** Format: date-time */
+      createdAt: string;
+      /** Format: date-time */
+      startedAt: string | null;
+      /** Format: date-time */
+      finishedAt: string | null;
+      /** @description The result's first words (a page's Markdown, or the JSON), whitespace collapsed; empty without one. */
+      preview: string;
+      /** @description The result's size as compact JSON; null without one. */
+      resultBytes: number | null;
+    };
     SavedQuery: {
       readonly name: string;
       readonly url: string;
@@ -1387,6 +1441,65 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  metrics_retrieve: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "text/plain": string;
+        };
+      };
+      /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "text/plain": components["schemas"]["Error"];
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No API key, or a key that is not valid (or revoked). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "text/plain": components["schemas"]["Error"];
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description A playground session write without its CSRF token, or a refused origin. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "text/plain": components["schemas"]["Error"];
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "text/plain": components["schemas"]["Error"];
           "application/json": components["schemas"]["Error"];
         };
       };
@@ -2383,12 +2496,14 @@ export interface operations {
     parameters: {
       query?: {
         batch?: string;
-        /** @description The pagination cursor value. */
+        /** @description The page to read: take it from the `next` or `previous` URL of an answer. */
         cursor?: string;
         /** @description Only this run (its export, for one) */
         id?: string;
+        /** @description result: list whole runs, each with its result (by default a run is listed without it, with a preview and its size). */
+        include?: "result";
         kind?: "fetch" | "extract" | "agent";
-        /** @description Number of results to return per page. */
+        /** @description Runs per page, 1 to 500 (default 50). */
         limit?: number;
         query?: string;
         /** @description createdAt at or after this ISO 8601 time */
@@ -2408,7 +2523,7 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "application/json": components["schemas"]["PaginatedRunList"];
+          "application/json": components["schemas"]["PaginatedRunListItemList"];
         };
       };
       /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */

@@ -1,5 +1,5 @@
 import { Link, useNavigate } from "react-router";
-import { isFinal, type Run } from "../api/types";
+import { isFinal, type Run, type RunSummary } from "../api/types";
 import { formatDuration, runDurationMs, runSubject } from "../lib/format";
 import { ExtractedByBadge, KindBadge, StatusBadge, Time } from "./ui";
 import { DriftSummary } from "./Drift";
@@ -9,7 +9,7 @@ export function runPath(run: Pick<Run, "id" | "status">): string {
 }
 
 interface Props {
-  runs: Run[];
+  runs: RunSummary[];
   showDrift?: boolean;
   caption: string;
 }

@@ -3,6 +3,7 @@ from __future__ import annotations
 import functools
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ from runs.archive import prune_archives
 from runs.engine.browser import sandbox_state
 from runs.services import run_reap_expired
 from runs.stream import prune_events
+from service.kernel import metrics
 from service.processes import stop_when_parent_dies
 
 MANAGE_PY = Path(settings.BASE_DIR) / "manage.py"
@@ -32,10 +34,26 @@ DAPHNE_LIMITS = (
 )
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """The one listening socket every web process accepts on (bound here, once, so they cannot disagree; the
+    kernel hands each connection to one of them). A busy port is reported here, before any child starts."""
+    family, _, _, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind(address)
+    except OSError as error:
+        listening.close()
+        raise CommandError(f"Cannot listen on {host}:{port}: {error.strerror}.") from None
+    listening.listen(1024)
+    listening.set_inheritable(True)
+    return listening
+
+
 class Command(BaseCommand):
     help = (
-        "Start the service: daphne (API, events, UI) on SERVICE_HOST:SERVICE_PORT, the django-q2 workers and the "
-        "run reaper. Ctrl-C or SIGTERM stops them all."
+        "Start the service: WEB_PROCESSES daphne processes (API, events, UI) sharing one socket on "
+        "SERVICE_HOST:SERVICE_PORT, the django-q2 workers and the run reaper. Ctrl-C or SIGTERM stops them all."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -59,24 +77,22 @@ class Command(BaseCommand):
         child = functools.partial(
             subprocess.Popen, start_new_session=True, preexec_fn=functools.partial(stop_when_parent_dies, os.getpid())
         )
+        listening = listen(host, int(port))
+        metrics.start_afresh()
+        endpoint = f"fd:fileno={listening.fileno()}:domain={'INET6' if listening.family == socket.AF_INET6 else 'INET'}"
+        web = [sys.executable, "-m", "service.web_server", "-e", endpoint, *DAPHNE_LIMITS, "service.asgi:application"]
+        processes = settings.WEB_PROCESSES
         children = {
-            "daphne": child(
-                [
-                    sys.executable,
-                    "-m",
-                    "service.web_server",
-                    "-b",
-                    host,
-                    "-p",
-                    port,
-                    *DAPHNE_LIMITS,
-                    "service.asgi:application",
-                ]
-            ),
-            "workers": child([sys.executable, str(MANAGE_PY), "work"]),
+            f"web-{n}": child(web, pass_fds=(listening.fileno(),), env={**os.environ, "WEB_PROCESS": f"web-{n}"})
+            for n in range(1, processes + 1)
         }
+        children["workers"] = child([sys.executable, str(MANAGE_PY), "work"])
+        listening.close()  # the web processes hold it
         self.stdout.write(
-            self.style.SUCCESS(f"serving on http://{host}:{port} with {settings.WORKERS} worker(s); Ctrl-C stops")
+            self.style.SUCCESS(
+                f"serving on http://{host}:{port} with {processes} web process(es) and {settings.WORKERS} "
+                "worker(s); Ctrl-C stops"
+            )
         )
         self.stdout.write(f"browser sandbox {why}")
         exit_code = 0
