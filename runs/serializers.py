@@ -18,7 +18,7 @@ from runs.engine.netpolicy import Refused, literal_private_host, parse_ipv4
 from runs.models import Batch, Run, Step
 from runs.resources import network_policy, screenshot_url
 from service.kernel.errors import ServiceError
-from service.kernel.serializers import StrictSerializer, document_shape, name_field
+from service.kernel.serializers import StrictSerializer, UtcDateTimeField, document_shape, name_field
 
 URL_MAX_LENGTH = 2048
 # What a browser refuses in a host name (the WHATWG URL standard's forbidden domain code points, '%' aside: a host
@@ -477,9 +477,9 @@ class RunSerializer(serializers.ModelSerializer):
         return data
 
     stepCount = serializers.IntegerField(source="step_count", read_only=True, default=0)
-    createdAt = serializers.DateTimeField(source="created_at")
-    startedAt = serializers.DateTimeField(source="started_at", allow_null=True)
-    finishedAt = serializers.DateTimeField(source="finished_at", allow_null=True)
+    createdAt = UtcDateTimeField(source="created_at")
+    startedAt = UtcDateTimeField(source="started_at", allow_null=True)
+    finishedAt = UtcDateTimeField(source="finished_at", allow_null=True)
     batch = serializers.UUIDField(source="batch_id", allow_null=True)
 
     class Meta:
@@ -538,6 +538,7 @@ class ArchivedPageSerializer(serializers.Serializer):
 
 
 class StepSerializer(serializers.ModelSerializer):
+    at = UtcDateTimeField()
     screenshot = serializers.SerializerMethodField()
     page = serializers.SerializerMethodField()
     durationMs = serializers.IntegerField(source="duration_ms")

@@ -7,6 +7,7 @@ import uuid
 from django.core.handlers.asgi import ASGIRequest
 from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.utils import timezone
+from django.utils.cache import get_conditional_response, set_response_etag
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import mixins, status, viewsets
@@ -102,9 +103,19 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             return RunSummarySerializer
         return RunSerializer
 
-    @extend_schema(responses={200: RunDetailSerializer, **errors(404)})
+    @extend_schema(responses={200: RunDetailSerializer, 304: None, **errors(404)})
     def retrieve(self, request: Request, *args, **kwargs) -> Response:
+        """A run with its whole trace. The answer has an ETag: send it back as If-None-Match and an unchanged run
+        is answered 304 without a body (for clients that poll a run)."""
         return super().retrieve(request, *args, **kwargs)
+
+    def finalize_response(self, request: Request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if self.action == "retrieve" and response.status_code == 200:
+            response.render()
+            set_response_etag(response)
+            response = get_conditional_response(request, etag=response["ETag"], response=response)
+        return response
 
     @extend_schema(
         parameters=[RunListParamsSerializer],

@@ -94,9 +94,6 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "service.kernel.metrics.RequestMetrics",
-    # ETag on every complete GET answer (a hash of the body), 304 to If-None-Match: a client polling a run detail
-    # that did not change gets no body.
-    "django.middleware.http.ConditionalGetMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -147,9 +144,8 @@ else:
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# Shared by every process of one installation (django-q2 keeps cluster stats here; /api/health reads them).
-# Shared by every process of the installation (the sign-in limit counts in it; the API rate limit counts in
-# service/kernel/counters.py, which follows REDIS_URL the same way).
+# Shared by every process of the installation: django-q2 keeps cluster stats here (/api/health reads them), and the
+# sign-in limit counts in it (the API rate limit counts in service/kernel/counters.py, which follows REDIS_URL too).
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     if REDIS_URL

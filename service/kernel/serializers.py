@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable, Mapping
 
 from drf_spectacular.extensions import OpenApiSerializerExtension
@@ -73,3 +74,12 @@ def document_shape(
 
     Shape.__name__ = Shape.__qualname__ = f"{name}Serializer"
     return Shape
+
+
+class UtcDateTimeField(serializers.DateTimeField):
+    """A time as the API writes it, in UTC (TIME_ZONE is UTC and nothing activates another zone). DRF's own field
+    asks Django for the current time zone for every value, an asgiref context lookup that took a seventh of a run
+    list's time under load."""
+
+    def default_timezone(self):
+        return datetime.UTC

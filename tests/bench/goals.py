@@ -152,6 +152,16 @@ GOALS: dict[str, dict[str, Goal | None]] = {
         "WebSocket clients missing a frame": exactly(0, "issue 3: lossless"),
         "WebSocket frame p99 ms": None,
     },
+    "web_tier": {
+        "default, list: req/s": at_least(200, "issue 21: 4x the 50 req/s measured before"),
+        "default, list: p99 ms": at_most(500, "issue 21"),
+        "default vs WEB_PROCESSES=1, detail: ratio": at_least(1.6, "issue 21"),
+        "default vs WEB_PROCESSES=1, health: ratio": at_least(1.6, "issue 21"),
+        "default, list: errors": exactly(0, "issue 21"),
+        "default, detail: errors": exactly(0, "issue 21"),
+        "default, health: errors": exactly(0, "issue 21"),
+        "rate limit 100/min, 200 requests from 4 clients: passed": exactly(100, "issue 21"),
+    },
     "scale_workers": {
         "sqlite, 1 worker: runs/s": None,
         "sqlite, 2 workers: runs/s": None,

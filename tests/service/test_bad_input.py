@@ -382,7 +382,7 @@ BAD_PAGES = [
     (
         "colour=red",
         "colour",
-        "Unknown parameter; GET /api/runs takes id, kind, status, query, batch, since, until, limit, cursor.",
+        "Unknown parameter; GET /api/runs takes id, kind, status, query, batch, since, until, limit, cursor, include.",
     ),
 ]
 

@@ -175,3 +175,24 @@ def test_the_images_command_and_environment_work_here(tmp_path, site):
 def healthcheck_command() -> list[str]:
     healthcheck = next(args for instruction, args in dockerfile_instructions() if instruction == "HEALTHCHECK")
     return json.loads(healthcheck[healthcheck.index("CMD") + 3 :].strip())
+
+
+def test_the_grafana_dashboard_reads_only_metrics_the_service_exports():
+    from prometheus_client import Counter, Histogram
+
+    from service.kernel import metrics
+
+    exported = set()
+    for metric in vars(metrics).values():
+        if isinstance(metric, Counter):
+            exported.add(f"{metric._name}_total")
+        elif isinstance(metric, Histogram):
+            exported.update(f"{metric._name}_{suffix}" for suffix in ("bucket", "sum", "count"))
+        elif hasattr(metric, "_name") and hasattr(metric, "_type"):
+            exported.add(metric._name)
+    exported |= {"service_queue_depth", "service_runs_running"}  # read at scrape time (runs/metrics.py)
+    dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
+    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
+    named = {name for expression in expressions for name in re.findall(r"\bservice_[a-z_]+", expression)}
+    assert named and named <= exported, named - exported
+    assert {"service_runs_finished_total", "service_queue_depth", "service_http_requests_total"} <= named

@@ -262,7 +262,10 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** @description Submit, list, inspect and cancel runs. */
+    /**
+     * @description A run with its whole trace. The answer has an ETag: send it back as If-None-Match and an unchanged run
+     *     is answered 304 without a body (for clients that poll a run).
+     */
     get: operations["runs_retrieve"];
     put?: never;
     post?: never;
@@ -1092,7 +1095,7 @@ export interface components {
       readonly screenshot: string | null;
       readonly page: components["schemas"]["ArchivedPage"] | null;
       /** Format: date-time */
-      readonly at: string;
+      at: string;
       durationMs: number;
     };
     /** @enum {string} */
@@ -2660,6 +2663,13 @@ export interface operations {
         content: {
           "application/json": components["schemas"]["RunDetail"];
         };
+      };
+      /** @description No response body */
+      304: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
       };
       /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
       400: {
