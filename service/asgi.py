@@ -2,30 +2,55 @@
 (DESIGN.md section 2)."""
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import django
 from asgiref.sync import sync_to_async
 from django.core.handlers.asgi import ASGIHandler
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "service.settings")
 django.setup(set_prefix=False)
 
 
 class OneHopHandler(ASGIHandler):
-    """Django's ASGI handler, with the middleware chain and the view run in one thread hop per request.
+    """Django's ASGI handler, with requests run as a WSGI server runs them: the middleware chain and the view in one
+    call, on one thread that keeps its database connection.
 
-    Django's own runs each synchronous middleware method through its own sync_to_async hop under ASGI (two per
-    middleware, ~18 a request here), and every view of the API is synchronous: under load the hops, not the work,
-    held one web process to ~25 requests a second. Here the chain is loaded in sync mode and called once in the
-    thread where Django runs synchronous code (thread_sensitive), as a WSGI server would call it; streaming answers
-    (the export) and the request signals stay ASGIHandler's.
+    - Django's own handler runs each synchronous middleware method in a sync_to_async hop of its own (two per
+      middleware, ~18 a request here), and every view of the API is synchronous.
+    - It also gives each request a thread of its own (ThreadSensitiveContext), and Django's connections are per
+      thread, so every request started a thread and opened a database connection (for SQLite with its PRAGMAs
+      and functions: a fifth of a short request under load).
+
+    Here the chain is loaded in sync mode and called once per request on the process's one request thread, which
+    keeps its connections as a WSGI worker does (CONN_MAX_AGE; closed after a database error). Streaming answers
+    (the export), the request signals and disconnects stay ASGIHandler's.
     """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="requests")
+
+    async def __call__(self, scope, receive, send):
+        # Without Django's ThreadSensitiveContext, which started a thread per request for the request signals'
+        # synchronous receivers: they share asgiref's one thread-sensitive thread instead.
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        await self.handle(scope, receive, send)
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
 
     async def get_response_async(self, request):
-        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
+        return await sync_to_async(self._respond, thread_sensitive=False, executor=self._thread)(request)
+
+    def _respond(self, request):
+        close_old_connections()
+        try:
+            return self.get_response(request)
+        finally:
+            close_old_connections()
 
 
 django_asgi_app = OneHopHandler()

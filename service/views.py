@@ -200,7 +200,7 @@ class MetricsView(APIView):
     machine (web processes and workers). Open to an API key, or to METRICS_TOKEN for a scraper."""
 
     authentication_classes = [MetricsTokenAuthentication, ApiKeyAuthentication, SessionKeyAuthentication]
-    renderer_classes = [PrometheusText, JSONRenderer]
+    renderer_classes = [JSONRenderer, PrometheusText]  # errors in the API's JSON shape; text/plain is accepted
 
     @extend_schema(responses={(200, "text/plain"): OpenApiTypes.STR})
     def get(self, request: Request) -> HttpResponse:
