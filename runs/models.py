@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 
@@ -77,7 +78,11 @@ class RunQuerySet(models.QuerySet):
         return runs
 
     def with_step_count(self) -> RunQuerySet:
-        return self.annotate(step_count=models.Count("steps"))
+        """Each run with its number of steps, counted per run returned (a correlated subquery): a join with GROUP BY
+        counted the steps of every run in the table before a page of 20 was taken."""
+        steps = Step.objects.filter(run=models.OuterRef("pk")).order_by().values("run").annotate(n=models.Count("pk"))
+        counted = models.Subquery(steps.values("n"), output_field=models.IntegerField())
+        return self.annotate(step_count=Coalesce(counted, 0))
 
     def renew_lease(self, *, run_id, attempt: int, lease_seconds: int) -> bool:
         """Extend one attempt's lease; False when the run was cancelled or taken over (another attempt claimed it)."""
