@@ -38,6 +38,7 @@ BENCHMARKS = (
     "worker_death",
     "contention",
     "load",
+    "web_tier",
     "scale_workers",
     "soak",
 )

@@ -181,6 +181,12 @@ def measure(args: argparse.Namespace) -> dict[str, float | int | str]:
     return found
 
 
+def figures(full: bool = False) -> Result:
+    """For tests.bench.run_all: the issue's sizes in full mode; 100 runs and 5 s an endpoint otherwise."""
+    args = arguments().parse_args([] if full else ["--seed-runs", "100", "--seconds", "5"])
+    return Result(f"{args.connections} connections, {args.seconds:g} s, {args.seed_runs} runs", measure(args))
+
+
 def arguments() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed-runs", type=int, default=500)
