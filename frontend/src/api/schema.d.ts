@@ -1472,8 +1472,8 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "text/plain": components["schemas"]["Error"];
           "application/json": components["schemas"]["Error"];
+          "text/plain": components["schemas"]["Error"];
         };
       };
       /** @description No API key, or a key that is not valid (or revoked). */
@@ -1482,8 +1482,8 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "text/plain": components["schemas"]["Error"];
           "application/json": components["schemas"]["Error"];
+          "text/plain": components["schemas"]["Error"];
         };
       };
       /** @description A playground session write without its CSRF token, or a refused origin. */
@@ -1492,8 +1492,8 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "text/plain": components["schemas"]["Error"];
           "application/json": components["schemas"]["Error"];
+          "text/plain": components["schemas"]["Error"];
         };
       };
       /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
@@ -1502,8 +1502,8 @@ export interface operations {
           [name: string]: unknown;
         };
         content: {
-          "text/plain": components["schemas"]["Error"];
           "application/json": components["schemas"]["Error"];
+          "text/plain": components["schemas"]["Error"];
         };
       };
     };
