@@ -78,5 +78,4 @@ class SavedQueryViewSet(viewsets.ViewSet):
     def run(self, request: Request, name: str) -> Response:
         query = services.query_get(name=name)
         run = services.query_replay(query=query, overrides=request.data)
-        run.step_count = 0
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)

@@ -159,7 +159,7 @@ class RunFollower:
             self._spin(run, waited)
             time.sleep(POLL_SECONDS)
         self._clear_spinner()
-        return Run.objects.with_step_count().prefetch_related("steps").get(pk=run.pk)
+        return Run.objects.prefetch_related("steps").get(pk=run.pk)
 
     def _drain(self, run: Run, cursor: int) -> None:
         """This run's remaining frames; read_events scans a bounded number of ids per call."""
@@ -201,7 +201,7 @@ def run_and_follow(spec: dict, follower: RunFollower, *, queue: bool, wait: bool
         run = services.run_submit(spec=spec)
         follower.say(f"run {run.id} queued for the workers ({run.kind} {run.url})")
         if not wait:
-            return Run.objects.with_step_count().get(pk=run.pk)
+            return Run.objects.get(pk=run.pk)
         restore = _cancel_on_interrupt(run)
         try:
             return follower.follow(run, hint_workers=True)
@@ -221,7 +221,7 @@ def run_and_follow(spec: dict, follower: RunFollower, *, queue: bool, wait: bool
     finally:
         restore()
         following.join(timeout=10)
-    return Run.objects.with_step_count().prefetch_related("steps").get(pk=run.pk)
+    return Run.objects.prefetch_related("steps").get(pk=run.pk)
 
 
 def run_json(run: Run) -> str:

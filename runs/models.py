@@ -8,7 +8,6 @@ from datetime import datetime, timedelta
 
 from django.db import models
 from django.db.models import Q
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 
@@ -27,6 +26,29 @@ def summarize_result(result: object) -> tuple[str, int | None]:
     text = json.dumps(result, ensure_ascii=False, separators=(",", ":"))
     readable = result["markdown"] if isinstance(result, dict) and isinstance(result.get("markdown"), str) else text
     return " ".join(readable.split())[:PREVIEW_CHARS], len(text.encode())
+
+
+# What a run list reads of each run (RunQuerySet.summaries): not the result, the lease or the worker.
+SUMMARY_COLUMNS = (
+    "id",
+    "kind",
+    "status",
+    "url",
+    "spec",
+    "query",
+    "batch_id",
+    "attempts",
+    "error",
+    "drift",
+    "usage",
+    "extracted_by",
+    "step_count",
+    "preview",
+    "result_bytes",
+    "created_at",
+    "started_at",
+    "finished_at",
+)
 
 
 class Batch(models.Model):
@@ -77,12 +99,10 @@ class RunQuerySet(models.QuerySet):
             runs = runs.filter(created_at__lt=until)
         return runs
 
-    def with_step_count(self) -> RunQuerySet:
-        """Each run with its number of steps, counted per run returned (a correlated subquery): a join with GROUP BY
-        counted the steps of every run in the table before a page of 20 was taken."""
-        steps = Step.objects.filter(run=models.OuterRef("pk")).order_by().values("run").annotate(n=models.Count("pk"))
-        counted = models.Subquery(steps.values("n"), output_field=models.IntegerField())
-        return self.annotate(step_count=Coalesce(counted, 0))
+    def summaries(self) -> RunQuerySet:
+        """Rows (dicts) of what a run list shows: every column but the result, no model instances (a list of 20 runs
+        is read many times a second by a playground or a poller)."""
+        return self.values(*SUMMARY_COLUMNS)
 
     def renew_lease(self, *, run_id, attempt: int, lease_seconds: int) -> bool:
         """Extend one attempt's lease; False when the run was cancelled or taken over (another attempt claimed it)."""
@@ -151,6 +171,8 @@ class Run(models.Model):
     usage = models.JSONField(default=dict, blank=True)
     # Extract runs: who filled the result: "rules", "model", or "mixed" (a saved query's compiled rules and the model).
     extracted_by = models.CharField(max_length=8, blank=True, default="")
+    # Steps of the current attempt, kept with them (run_record_step, mark_running): lists read one table.
+    step_count = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -197,6 +219,7 @@ class Run(models.Model):
             lease_expires_at=now + timedelta(seconds=lease_seconds),
             worker=worker,
             started_at=self.started_at or now,
+            step_count=0,  # the caller drops the earlier attempt's steps in the same transaction
         )
 
     def renew_lease(self, *, lease_seconds: int) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 
 from runs import archive, events, metrics, queue, resources
 from runs.drift import result_drift
@@ -151,6 +152,7 @@ def run_record_step(
             page=archived[2] if archived else None,
             duration_ms=duration_ms,
         )
+        Run.objects.filter(pk=run.pk).update(step_count=F("step_count") + 1)
         events.event_step(
             run, step, screenshot_url=resources.screenshot_url(run.pk, index) if screenshot_name else None
         )

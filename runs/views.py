@@ -74,7 +74,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     pagination_class = NewestFirst
 
     def get_queryset(self):
-        runs = Run.objects.with_step_count()
+        runs = Run.objects.all()
         if self.action == "retrieve":
             return runs.prefetch_related("steps")
         if self.action == "list":
@@ -83,7 +83,7 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             filters = {k: v for k, v in params.validated_data.items() if k not in ("limit", "cursor", "include")}
             runs = runs.filter_by(**filters)
             if not self.whole_runs_listed():
-                runs = runs.defer("result")
+                runs = runs.summaries()
         return runs
 
     def whole_runs_listed(self) -> bool:
@@ -127,7 +127,6 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(request=RUN_SPEC, responses={201: RunSerializer})
     def create(self, request: Request) -> Response:
         run = services.run_submit(spec=request.data)
-        run.step_count = 0
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=None, responses={200: RunSerializer, **errors(404, 409)})
@@ -141,7 +140,6 @@ class RunViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def reextract(self, request: Request, pk: str | None = None) -> Response:
         """Extract again from the page this run archived (no request leaves the machine); drift against its result."""
         run = services.run_reextract(source=self.get_object(), changes=request.data)
-        run.step_count = 0
         return Response(RunSerializer(run).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(responses={(200, "image/jpeg"): bytes, **errors(404)})

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, HttpResponse
@@ -38,6 +40,20 @@ from service.kernel.openapi import errors
 from service.kernel.serializers import StrictSerializer
 
 
+_workers_seen: tuple[float, int] = (0.0, 0)  # (when read, workers): this process's last reading
+
+
+def workers_seen(max_age: float = 1.0) -> int:
+    """Workers that reported in the last seconds (django-q's cluster stats), read again at most once a second per
+    process: the reading rewrites a cache entry (with the file cache, a file), and load balancers poll health."""
+    global _workers_seen
+    read_at, workers = _workers_seen
+    if time.monotonic() - read_at > max_age:
+        workers = sum(len(stat.workers) for stat in Stat.get_all())
+        _workers_seen = (time.monotonic(), workers)
+    return workers
+
+
 @extend_schema(
     responses=inline_serializer(
         "Health",
@@ -70,7 +86,7 @@ def health(request: Request) -> Response:
         }
     except Exception:
         db_ok, queue = False, {}
-    workers = sum(len(stat.workers) for stat in Stat.get_all())
+    workers = workers_seen()
     browser = find_system_executable(settings.BROWSER_EXECUTABLE)
     healthy = db_ok and browser is not None
     body = {

@@ -169,8 +169,7 @@ def _run_detail(run_id: str, summary: bool) -> dict:
         uuid.UUID(run_id)
     except ValueError:
         raise ServiceError("invalid_request", f"{run_id!r} is not a run id (a UUID).") from None
-    runs = Run.objects.with_step_count()
-    runs = runs.defer("result") if summary else runs.prefetch_related("steps")
+    runs = Run.objects.summaries() if summary else Run.objects.prefetch_related("steps")
     run = runs.filter(pk=run_id).first()
     if run is None:
         raise ServiceError("not_found", f"There is no run {run_id}.", status_code=404)

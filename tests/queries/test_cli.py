@@ -14,7 +14,8 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from queries.models import SavedQuery
-from runs.models import Run, Step
+from runs.models import Run
+from tests.recording import record_steps
 from tests.live import ROOT, LiveService, help_entries, readme_cli_options
 
 db = pytest.mark.django_db(transaction=True)
@@ -256,7 +257,7 @@ def test_runs_list_is_newest_first_filtered_and_limited():
     failed = make_run("extract", "failed", query="shoe", age_minutes=20)
     replay = make_run("extract", "succeeded", query="shoe", age_minutes=10)
     newest = make_run("fetch", "queued")
-    Step.objects.create(run=replay, index=0, action="navigate", url=URL, observation="HTTP 200")
+    record_steps(replay, {"action": "navigate", "url": URL, "observation": "HTTP 200"})
 
     def ids(*args: str) -> list[str]:
         return [run["id"] for run in run_json("runs", "list", *args)]
@@ -307,9 +308,10 @@ def test_runs_show_prints_status_error_result_and_a_line_per_step():
         result={"name": "Trail shoe"},
         error={"code": "schema_mismatch", "message": "price: 'x' is not a number"},
     )
-    Step.objects.create(run=run, index=0, action="navigate", url=URL, observation="HTTP 200\nTitle: Trail shoe")
-    Step.objects.create(
-        run=run, index=1, action="extract", url=URL, observation=json.dumps(PRODUCT, indent=2, ensure_ascii=False)
+    record_steps(
+        run,
+        {"action": "navigate", "url": URL, "observation": "HTTP 200\nTitle: Trail shoe"},
+        {"action": "extract", "url": URL, "observation": json.dumps(PRODUCT, indent=2, ensure_ascii=False)},
     )
     shown, _ = run_command("runs", "show", str(run.pk))
     assert shown.splitlines()[0] == f"run {run.pk}  extract  failed  attempt 1  query shoe"

@@ -8,7 +8,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from runs.models import Batch, Run, Step
+from runs.models import Batch, Run
+from tests.recording import record_steps
 
 pytestmark = pytest.mark.django_db
 
@@ -80,13 +81,40 @@ def test_the_list_shows_a_preview_and_the_size_instead_of_the_result(api):
     assert {name: value for name, value in detail.items() if name != "steps"} == whole[str(fetched.id)]
 
 
+def test_a_listed_run_is_the_whole_run_but_its_result(api):
+    """The list writes its rows by hand (RunSummarySerializer): every field as the whole run has it, for runs of
+    every shape."""
+    batch = Batch.objects.create()
+    replay = make_run(1, kind="extract", status="running", query="shoe", batch=batch, attempts=1)
+    record_steps(replay, {"action": "navigate", "observation": "HTTP 200"}, {"action": "extract", "observation": "{}"})
+    assert replay.finish(
+        result={"price": 89.9},
+        drift={"changed": {"price": [99.9, 89.9]}, "added": [], "removed": []},
+        usage={"inputTokens": 120, "outputTokens": 9},
+        extracted_by="mixed",
+    )
+    failed = make_run(2, status="running")
+    assert failed.finish(error={"code": "timeout", "message": "The page did not load in time."})
+    queued = make_run(3)
+    listed = {run["id"]: run for run in api.get("/api/runs").json()["results"]}
+    whole = {run["id"]: run for run in api.get("/api/runs?include=result").json()["results"]}
+    assert set(listed) == {str(replay.id), str(failed.id), str(queued.id)}
+    for run_id, summary in listed.items():
+        assert {name: value for name, value in summary.items() if name not in ("preview", "resultBytes")} == {
+            name: value for name, value in whole[run_id].items() if name != "result"
+        }
+    assert listed[str(replay.id)]["stepCount"] == 2 and listed[str(replay.id)]["batch"] == str(batch.id)
+    assert listed[str(replay.id)]["extractedBy"] == "mixed" and listed[str(queued.id)]["extractedBy"] is None
+    assert listed[str(replay.id)]["finishedAt"].endswith("Z") and listed[str(queued.id)]["startedAt"] is None
+
+
 def test_a_run_detail_that_did_not_change_is_answered_304_without_a_body(api):
     run = finished_run(1, {"markdown": "# hi"})
     first = api.get(f"/api/runs/{run.id}")
     etag = first["ETag"]
     again = api.get(f"/api/runs/{run.id}", HTTP_IF_NONE_MATCH=etag)
     assert (again.status_code, again.content) == (304, b"")
-    Step.objects.create(run=run, index=0, action="navigate", url=run.url, observation="HTTP 200")
+    record_steps(run, {"action": "navigate", "observation": "HTTP 200"})
     changed = api.get(f"/api/runs/{run.id}", HTTP_IF_NONE_MATCH=etag)
     assert changed.status_code == 200 and changed["ETag"] != etag
     assert changed.json()["stepCount"] == 1
@@ -102,10 +130,11 @@ def test_bad_filters_are_400(api, query):
 def test_detail_has_the_complete_trace(api):
     run = make_run(1, status="succeeded", result={"markdown": "# hi"})
     long_observation = "word " * 5000
-    Step.objects.create(
-        run=run, index=0, action="navigate", url=run.url, observation="HTTP 200", screenshot="0.jpg", duration_ms=12
+    record_steps(
+        run,
+        {"action": "navigate", "observation": "HTTP 200", "screenshot": b"\xff\xd8 a JPEG", "duration_ms": 12},
+        {"action": "snapshot", "observation": long_observation},
     )
-    Step.objects.create(run=run, index=1, action="snapshot", url=run.url, observation=long_observation)
     body = api.get(f"/api/runs/{run.id}").json()
     assert body["stepCount"] == 2
     steps = body["steps"]
@@ -127,11 +156,11 @@ def test_unknown_run_is_404_with_the_error_shape(api):
 
 def test_screenshot_is_served_as_an_image(api, data_dir):
     run = make_run(1)
-    Step.objects.create(run=run, index=0, action="navigate", screenshot="0.jpg")
-    Step.objects.create(run=run, index=1, action="snapshot")
-    folder = data_dir / "screenshots" / str(run.id)
-    folder.mkdir(parents=True)
-    (folder / "0.jpg").write_bytes(b"\xff\xd8\xff\xe0fake-jpeg")
+    record_steps(
+        run,
+        {"action": "navigate", "observation": "HTTP 200", "screenshot": b"\xff\xd8\xff\xe0fake-jpeg"},
+        {"action": "snapshot", "observation": ""},
+    )
     response = api.get(f"/api/runs/{run.id}/steps/0/screenshot")
     assert response.status_code == 200
     assert response["Content-Type"] == "image/jpeg"

@@ -153,7 +153,6 @@ class Command(RunCommand):
             query=query, overrides={key: value for key, value in given.items() if value is not None}
         )
         if not wait:
-            run.step_count = 0
             if as_json:
                 self.stdout.write(json.dumps(RunSerializer(run).data, indent=2))
             else:

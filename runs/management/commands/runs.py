@@ -76,7 +76,7 @@ class Command(RunCommand):
         filters = RunFilterSerializer(data={key: value for key, value in given.items() if value is not None})
         if not filters.is_valid():
             raise CommandError(problems_line(filters.errors, self.option_names), returncode=2)
-        runs = list(Run.objects.with_step_count().filter_by(**filters.validated_data).order_by("-created_at")[:limit])
+        runs = list(Run.objects.filter_by(**filters.validated_data).order_by("-created_at")[:limit])
         if as_json:
             self.stdout.write(json.dumps(RunSerializer(runs, many=True).data, indent=2))
             return
@@ -138,7 +138,7 @@ class Command(RunCommand):
             run_id = uuid.UUID(id)
         except ValueError:
             raise CommandError(f"There is no run {id}.", returncode=2) from None
-        run = Run.objects.with_step_count().prefetch_related("steps").filter(pk=run_id).first()
+        run = Run.objects.prefetch_related("steps").filter(pk=run_id).first()
         if run is None:
             raise CommandError(f"There is no run {id}.", returncode=2)
         return run
