@@ -39,7 +39,6 @@ from service.kernel.errors import ServiceError
 from service.kernel.openapi import errors
 from service.kernel.serializers import StrictSerializer
 
-
 _workers_seen: tuple[float, int] = (0.0, 0)  # (when read, workers): this process's last reading
 
 

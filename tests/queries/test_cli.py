@@ -15,8 +15,8 @@ from rest_framework import serializers
 
 from queries.models import SavedQuery
 from runs.models import Run
-from tests.recording import record_steps
 from tests.live import ROOT, LiveService, help_entries, readme_cli_options
+from tests.recording import record_steps
 
 db = pytest.mark.django_db(transaction=True)
 README_OPTIONS = readme_cli_options()

@@ -903,7 +903,6 @@ export interface components {
       usage: components["schemas"]["Usage"];
       /** @description Extract runs: rules (no model call), model, or mixed (a saved query's compiled rules, the model for the fields they do not fill). */
       extractedBy: (components["schemas"]["ExtractedByEnum"] | components["schemas"]["NullEnum"]) | null;
-      /** @default 0 */
       readonly stepCount: number;
       /** Format: date-time */
       createdAt: string;
@@ -929,7 +928,6 @@ export interface components {
       usage: components["schemas"]["Usage"];
       /** @description Extract runs: rules (no model call), model, or mixed (a saved query's compiled rules, the model for the fields they do not fill). */
       extractedBy: (components["schemas"]["ExtractedByEnum"] | components["schemas"]["NullEnum"]) | null;
-      /** @default 0 */
       readonly stepCount: number;
       /** Format: date-time */
       createdAt: string;
@@ -1006,7 +1004,6 @@ export interface components {
       usage: components["schemas"]["Usage"];
       /** @description Extract runs: rules (no model call), model, or mixed (a saved query's compiled rules, the model for the fields they do not fill). */
       extractedBy: (components["schemas"]["ExtractedByEnum"] | components["schemas"]["NullEnum"]) | null;
-      /** @default 0 */
       readonly stepCount: number;
       /** Format: date-time */
       createdAt: string;
