@@ -20,6 +20,13 @@ class SavedQuery(models.Model):
     compile = models.BooleanField(default=True)
     # Offered to MCP clients as a tool of its own (named after the query, typed by its schema).
     mcp_tool = models.BooleanField(default=False)
+    # When replays run by themselves (queries/schedule.py): {"cron", "timezone"} or {"everySeconds"}; null: never.
+    # A django-q2 Schedule row (queries/scheduling.py) holds the next due time.
+    schedule = models.JSONField(null=True, blank=True)
+    # The last due time a replay was started (or skipped) for: each due time is taken once.
+    schedule_tick = models.DateTimeField(null=True, blank=True)
+    # Due times skipped because a replay of the query was still queued or running.
+    skipped_ticks = models.PositiveIntegerField(default=0)
     run_count = models.PositiveIntegerField(default=0)
     last_run_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)

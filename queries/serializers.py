@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from django.conf import settings
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from queries.models import SavedQuery
+from queries.schedule import BadSchedule, check_rule
+from queries.scheduling import next_run_at
 from runs.engine.extract_rules import rule_problems
 from runs.serializers import (
     CompiledRulesSerializer,
@@ -14,7 +17,7 @@ from runs.serializers import (
     check_json_schema,
     validate_target_url,
 )
-from service.kernel.serializers import StrictSerializer, document_shape, name_field
+from service.kernel.serializers import StrictSerializer, document_shape, name_field, utc_text
 
 
 def validate_schema(value: object) -> object:
@@ -39,10 +42,59 @@ class CompiledField(serializers.JSONField):
 MCP_TOOL_HELP = "Offer the query to MCP clients as a tool of its own, typed by its schema (default false)."
 
 
+SCHEDULE_HELP = (
+    'Replay by itself: {"cron": "<5 fields>", "timezone": "Europe/Paris"} (timezone defaults to UTC) or '
+    '{"everySeconds": N} (N at least SCHEDULE_MIN_SECONDS); null: only when asked. A due time while a replay of the '
+    "query is still queued or running is skipped (and counted in skippedTicks)."
+)
+
+
+class CronScheduleSerializer(serializers.Serializer):
+    cron = serializers.CharField(help_text="minute hour day-of-month month day-of-week, as cron reads them")
+    timezone = serializers.CharField(required=False, help_text="An IANA time zone (default UTC).")
+
+
+class IntervalScheduleSerializer(serializers.Serializer):
+    everySeconds = serializers.IntegerField(min_value=1)
+
+
+@extend_schema_field(
+    PolymorphicProxySerializer(
+        component_name="QuerySchedule",
+        serializers=[CronScheduleSerializer, IntervalScheduleSerializer],
+        resource_type_field_name=None,
+        many=False,
+    )
+)
+class ScheduleField(serializers.JSONField):
+    """A schedule as queries/schedule.py reads it, checked against SCHEDULE_MIN_SECONDS."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("allow_null", True)
+        kwargs.setdefault("help_text", SCHEDULE_HELP)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        rule = super().to_internal_value(data)
+        if rule is None:
+            return None
+        try:
+            return check_rule(rule, min_seconds=settings.SCHEDULE_MIN_SECONDS)
+        except BadSchedule as problem:
+            raise serializers.ValidationError(str(problem)) from None
+
+
 class SavedQuerySerializer(serializers.ModelSerializer):
     mcpTool = serializers.BooleanField(source="mcp_tool", help_text=MCP_TOOL_HELP)
     compiled = CompiledField(
         allow_null=True, help_text="The rules a replay's answer compiled into; null until one did (or compile is off)."
+    )
+    schedule = ScheduleField(read_only=True)
+    nextRunAt = serializers.SerializerMethodField(
+        help_text="When the schedule replays the query next; null without one."
+    )
+    skippedTicks = serializers.IntegerField(
+        source="skipped_ticks", help_text="Due times skipped because a replay was still queued or running."
     )
     runCount = serializers.IntegerField(source="run_count")
     lastRunAt = serializers.DateTimeField(source="last_run_at", allow_null=True)
@@ -59,12 +111,19 @@ class SavedQuerySerializer(serializers.ModelSerializer):
             "compile",
             "compiled",
             "mcpTool",
+            "schedule",
+            "nextRunAt",
+            "skippedTicks",
             "runCount",
             "lastRunAt",
             "createdAt",
             "updatedAt",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(serializers.DateTimeField(allow_null=True))
+    def get_nextRunAt(self, query: SavedQuery) -> str | None:
+        return utc_text(next_run_at(query))
 
 
 class QuerySpecSerializer(StrictSerializer):
@@ -76,6 +135,7 @@ class QuerySpecSerializer(StrictSerializer):
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
     compile = serializers.BooleanField(required=False, help_text=COMPILE_HELP)
     mcpTool = serializers.BooleanField(required=False, help_text=MCP_TOOL_HELP)
+    schedule = ScheduleField(required=False)
 
 
 class QueryCreateSerializer(StrictSerializer):
@@ -85,6 +145,7 @@ class QueryCreateSerializer(StrictSerializer):
     instruction = serializers.CharField(max_length=10_000, allow_blank=True, required=False)
     compile = serializers.BooleanField(required=False, help_text=COMPILE_HELP)
     mcpTool = serializers.BooleanField(required=False, help_text=MCP_TOOL_HELP)
+    schedule = ScheduleField(required=False)
     fromRun = serializers.UUIDField(
         required=False, help_text="Promote a past extract run: copies its url, schema, instruction."
     )
@@ -111,7 +172,10 @@ QUERY_CREATE = PolymorphicProxySerializer(
     serializers=[
         document_shape(QueryCreateSerializer, "QueryFromSpec", drop={"fromRun"}, require=("url", "schema")),
         document_shape(
-            QueryCreateSerializer, "QueryFromRun", keep={"name", "fromRun", "compile", "mcpTool"}, require=("fromRun",)
+            QueryCreateSerializer,
+            "QueryFromRun",
+            keep={"name", "fromRun", "compile", "mcpTool", "schedule"},
+            require=("fromRun",),
         ),
     ],
     resource_type_field_name=None,

@@ -5,8 +5,14 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from queries import scheduling
 from queries.models import SavedQuery
-from queries.serializers import QueryCompileSerializer, QueryCreateSerializer, QueryReplaySerializer
+from queries.serializers import (
+    QueryCompileSerializer,
+    QueryCreateSerializer,
+    QueryReplaySerializer,
+    QuerySpecSerializer,
+)
 from runs import archive
 from runs.engine.compile import compile_answer
 from runs.models import Run
@@ -29,18 +35,35 @@ def _name_taken(name: str) -> ServiceError:
 
 
 def query_create(
-    *, name: str, url: str, schema: dict, instruction: str = "", compile: bool = True, mcp_tool: bool = False
+    *,
+    name: str,
+    url: str,
+    schema: dict,
+    instruction: str = "",
+    compile: bool = True,
+    mcp_tool: bool = False,
+    schedule: dict | None = None,
 ) -> SavedQuery:
     try:
         with transaction.atomic():
-            return SavedQuery.objects.create(
-                name=name, url=url, schema=schema, instruction=instruction, compile=compile, mcp_tool=mcp_tool
+            query = SavedQuery.objects.create(
+                name=name,
+                url=url,
+                schema=schema,
+                instruction=instruction,
+                compile=compile,
+                mcp_tool=mcp_tool,
+                schedule=schedule,
             )
+            scheduling.keep_in_step(query)
+            return query
     except IntegrityError:
         raise _name_taken(name) from None
 
 
-def query_from_run(*, name: str, run_id: str, compile: bool = True, mcp_tool: bool = False) -> SavedQuery:
+def query_from_run(
+    *, name: str, run_id: str, compile: bool = True, mcp_tool: bool = False, schedule: dict | None = None
+) -> SavedQuery:
     """Promote a past extract run: its url, schema and instruction become the saved query."""
     run = Run.objects.filter(pk=run_id).first()
     if run is None:
@@ -67,6 +90,7 @@ def query_from_run(*, name: str, run_id: str, compile: bool = True, mcp_tool: bo
         instruction=run.spec.get("instruction", ""),
         compile=compile,
         mcp_tool=mcp_tool,
+        schedule=schedule,
     )
 
 
@@ -84,14 +108,30 @@ def query_update(*, query: SavedQuery, changes: dict) -> SavedQuery:
             setattr(query, field, changes[field])
     if "mcpTool" in changes:
         query.mcp_tool = changes["mcpTool"]
+    if "schedule" in changes:
+        query.schedule = changes["schedule"]
     query.updated_at = timezone.now()
-    query.save(update_fields=["url", "schema", "instruction", "compile", "compiled", "mcp_tool", "updated_at"])
+    with transaction.atomic():
+        query.save(
+            update_fields=["url", "schema", "instruction", "compile", "compiled", "mcp_tool", "schedule", "updated_at"]
+        )
+        if "schedule" in changes:
+            scheduling.keep_in_step(query)
     return query
 
 
+def query_schedule(*, query: SavedQuery, schedule: object) -> SavedQuery:
+    """Set (or with None, stop) the query's schedule, checked as PATCH checks it; nothing else changes."""
+    body = QuerySpecSerializer(data={"schedule": schedule}, partial=True)
+    body.is_valid(raise_exception=True)
+    return query_update(query=query, changes=body.validated_data)
+
+
 def query_delete(*, query: SavedQuery) -> None:
-    """The query goes; its runs stay, and keep its name."""
-    query.delete()
+    """The query goes, and its schedule; its runs stay, and keep its name."""
+    with transaction.atomic():
+        scheduling.forget(query.pk)
+        query.delete()
 
 
 def query_save(request: dict) -> SavedQuery:
@@ -100,7 +140,11 @@ def query_save(request: dict) -> SavedQuery:
     body = QueryCreateSerializer(data=request)
     body.is_valid(raise_exception=True)
     data = body.validated_data
-    flags = {"compile": data.get("compile", True), "mcp_tool": data.get("mcpTool", False)}
+    flags = {
+        "compile": data.get("compile", True),
+        "mcp_tool": data.get("mcpTool", False),
+        "schedule": data.get("schedule"),
+    }
     if "fromRun" in data:
         return query_from_run(name=data["name"], run_id=str(data["fromRun"]), **flags)
     return query_create(

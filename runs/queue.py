@@ -4,12 +4,15 @@ how many may wait; tasks a stopped cluster took and never started."""
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django_q.conf import Conf
 from django_q.models import OrmQ
+from django_q.scheduler import scheduler
 from django_q.tasks import async_task
 
 from runs.models import Run
@@ -65,3 +68,14 @@ def check_room(adding: int) -> None:
             status_code=429,
             headers={"Retry-After": "30"},
         )
+
+
+def run_scheduler(keep_going: Callable[[], bool]) -> None:
+    """`work`'s loop: django-q2's scheduler (it queues the task of every due Schedule row, such as a saved query's
+    replay, queries/scheduling.py) every SCHEDULE_CHECK_SECONDS while keep_going() holds."""
+    while keep_going():
+        try:
+            scheduler()
+        except Exception:  # the database may be briefly unavailable; look again next time
+            log.exception("scheduler: due schedules could not be read")
+        time.sleep(settings.SCHEDULE_CHECK_SECONDS)

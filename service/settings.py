@@ -168,6 +168,9 @@ else:
 
 # django-q2 with the ORM broker: our Run row owns attempts and leases (runs.services.run_reap_expired);
 # the broker only carries "execute run <id>" messages, and execute_run is idempotent.
+SCHEDULE_MIN_SECONDS = CONFIG.schedule_min_seconds
+SCHEDULE_CHECK_SECONDS = CONFIG.schedule_check_seconds
+
 Q_CLUSTER = {
     "name": "runs",
     "orm": "default",
@@ -181,6 +184,9 @@ Q_CLUSTER = {
     "save_limit": -1,
     "poll": CONFIG.queue_poll_seconds,
     "catch_up": False,
+    # Due schedules are looked for by `work`'s own loop (queries/scheduling.py), every SCHEDULE_CHECK_SECONDS
+    # instead of the sentinel's 15 s.
+    "scheduler": False,
     "label": "Queue",
 }
 

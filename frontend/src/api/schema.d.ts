@@ -537,6 +537,18 @@ export interface components {
     };
     /** @enum {string} */
     CookieSummaryStatusEnum: "fresh" | "expiring" | "expired" | "session-only" | "empty";
+    CronSchedule: {
+      /** @description minute hour day-of-month month day-of-week, as cron reads them */
+      cron: string;
+      /** @description An IANA time zone (default UTC). */
+      timezone?: string;
+    };
+    CronScheduleRequest: {
+      /** @description minute hour day-of-month month day-of-week, as cron reads them */
+      cron: string;
+      /** @description An IANA time zone (default UTC). */
+      timezone?: string;
+    };
     /** @description A saved-query replay's result against the last successful one (runs/drift.py). */
     Drift: {
       /** Format: uuid */
@@ -681,6 +693,12 @@ export interface components {
       browser: string | null;
       sandbox: components["schemas"]["BrowserSandbox"];
     };
+    IntervalSchedule: {
+      everySeconds: number;
+    };
+    IntervalScheduleRequest: {
+      everySeconds: number;
+    };
     /** @enum {string} */
     LoadStateEnum: "load" | "domcontentloaded";
     /** @enum {string} */
@@ -765,6 +783,8 @@ export interface components {
       compile?: boolean;
       /** @description Offer the query to MCP clients as a tool of its own, typed by its schema (default false). */
       mcpTool?: boolean;
+      /** @description Replay by itself: {"cron": "<5 fields>", "timezone": "Europe/Paris"} (timezone defaults to UTC) or {"everySeconds": N} (N at least SCHEDULE_MIN_SECONDS); null: only when asked. A due time while a replay of the query is still queued or running is skipped (and counted in skippedTicks). */
+      schedule?: components["schemas"]["QueryScheduleRequest"] | null;
     };
     /** @description Metadata and cookie summary only: the state itself is never serialized. */
     Profile: {
@@ -813,6 +833,8 @@ export interface components {
       compile?: boolean;
       /** @description Offer the query to MCP clients as a tool of its own, typed by its schema (default false). */
       mcpTool?: boolean;
+      /** @description Replay by itself: {"cron": "<5 fields>", "timezone": "Europe/Paris"} (timezone defaults to UTC) or {"everySeconds": N} (N at least SCHEDULE_MIN_SECONDS); null: only when asked. A due time while a replay of the query is still queued or running is skipped (and counted in skippedTicks). */
+      schedule?: components["schemas"]["QueryScheduleRequest"] | null;
       /**
        * Format: uuid
        * @description Promote a past extract run: copies its url, schema, instruction.
@@ -835,6 +857,8 @@ export interface components {
       compile?: boolean;
       /** @description Offer the query to MCP clients as a tool of its own, typed by its schema (default false). */
       mcpTool?: boolean;
+      /** @description Replay by itself: {"cron": "<5 fields>", "timezone": "Europe/Paris"} (timezone defaults to UTC) or {"everySeconds": N} (N at least SCHEDULE_MIN_SECONDS); null: only when asked. A due time while a replay of the query is still queued or running is skipped (and counted in skippedTicks). */
+      schedule?: components["schemas"]["QueryScheduleRequest"] | null;
     };
     /** @description One replay's overrides; none of them changes the stored query. */
     QueryReplayRequest: {
@@ -849,6 +873,9 @@ export interface components {
       storageStatePath?: string;
       options?: components["schemas"]["OptionsRequest"];
     };
+    QuerySchedule: components["schemas"]["CronSchedule"] | components["schemas"]["IntervalSchedule"];
+    QueryScheduleRequest:
+      components["schemas"]["CronScheduleRequest"] | components["schemas"]["IntervalScheduleRequest"];
     /** @description The editable part of a saved query (PUT needs url and schema; PATCH any of them). */
     QuerySpecRequest: {
       /** @description Names do not change; if given, the same. */
@@ -866,6 +893,8 @@ export interface components {
       compile?: boolean;
       /** @description Offer the query to MCP clients as a tool of its own, typed by its schema (default false). */
       mcpTool?: boolean;
+      /** @description Replay by itself: {"cron": "<5 fields>", "timezone": "Europe/Paris"} (timezone defaults to UTC) or {"everySeconds": N} (N at least SCHEDULE_MIN_SECONDS); null: only when asked. A due time while a replay of the query is still queued or running is skipped (and counted in skippedTicks). */
+      schedule?: components["schemas"]["QueryScheduleRequest"] | null;
     };
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
     ReextractOptionsRequest: {
@@ -1026,6 +1055,15 @@ export interface components {
       compiled: components["schemas"]["CompiledRules"] | null;
       /** @description Offer the query to MCP clients as a tool of its own, typed by its schema (default false). */
       mcpTool: boolean;
+      /** @description Replay by itself: {"cron": "<5 fields>", "timezone": "Europe/Paris"} (timezone defaults to UTC) or {"everySeconds": N} (N at least SCHEDULE_MIN_SECONDS); null: only when asked. A due time while a replay of the query is still queued or running is skipped (and counted in skippedTicks). */
+      readonly schedule: components["schemas"]["QuerySchedule"] | null;
+      /**
+       * Format: date-time
+       * @description When the schedule replays the query next; null without one.
+       */
+      readonly nextRunAt: string | null;
+      /** @description Due times skipped because a replay was still queued or running. */
+      skippedTicks: number;
       runCount: number;
       /** Format: date-time */
       lastRunAt: string | null;

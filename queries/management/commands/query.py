@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import json
+import re
 
 from django.core.management.base import CommandError, CommandParser
 
 from queries import services
 from queries.models import SavedQuery
+from queries.schedule import describe
 from queries.serializers import SavedQuerySerializer
 from runs.cli import OPTION_NAMES, RunCommand, RunFollower, drift_line, error_text
 from runs.models import Run
@@ -14,6 +16,17 @@ from service.kernel.cli import positive_number, read_json_option
 
 # API field names as the options that carry them, so a validation message points at what the user typed.
 OPTIONS = {"fromRun": "--from-run", "url": "--url"}
+
+
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def interval_seconds(text: str) -> int:
+    """--every's value: a whole number of seconds, minutes (m), hours (h) or days (d)."""
+    found = re.fullmatch(r"\s*(\d+)\s*([smhd]?)\s*", text)
+    if found is None:
+        raise CommandError(f"--every: {text!r} is not an interval such as 90s, 15m, 1h or 1d.", returncode=2)
+    return int(found[1]) * _UNITS[found[2]]
 
 
 def compiled_line(compiled: dict) -> str:
@@ -31,9 +44,9 @@ def compiled_line(compiled: dict) -> str:
 class Command(RunCommand):
     help = (
         "Saved queries: named extract specs you replay. Save one (or promote a past extract run), replay it as a "
-        "queued run for the workers of `manage.py serve` (--wait follows it), list, show, compile and delete them. "
-        "Exit 0 on success, 1 if a followed replay failed (or --timeout ran out), 2 on bad usage or input (nothing "
-        "is saved or queued)."
+        "queued run for the workers of `manage.py serve` (--wait follows it), list, show, compile, schedule and "
+        "delete them. Exit 0 on success, 1 if a followed replay failed (or --timeout ran out), 2 on bad usage or "
+        "input (nothing is saved or queued)."
     )
     option_names = {**OPTION_NAMES, **OPTIONS}
 
@@ -94,6 +107,18 @@ class Command(RunCommand):
         )
         compiling.add_argument("--clear", action="store_true", help="Drop the compiled rules instead.")
         compiling.add_argument("--json", action="store_true", dest="as_json", help="Print the query as JSON.")
+
+        scheduling = actions.add_parser(
+            "schedule",
+            help="Replay a saved query by itself: on a cron schedule in a time zone, or every so often; --off stops.",
+        )
+        scheduling.add_argument("name", help="The saved query.")
+        when = scheduling.add_mutually_exclusive_group(required=True)
+        when.add_argument("--cron", help='Five cron fields, e.g. "0 * * * *" (every hour on the hour).')
+        when.add_argument("--every", help="An interval: 90, 90s, 15m, 1h or 1d (at least SCHEDULE_MIN_SECONDS).")
+        when.add_argument("--off", action="store_true", help="Stop replaying by itself.")
+        scheduling.add_argument("--timezone", default="UTC", help="With --cron: an IANA time zone (default UTC).")
+        scheduling.add_argument("--json", action="store_true", dest="as_json", help="Print the query as JSON.")
 
         delete = actions.add_parser("delete", help="Delete a saved query; its runs stay in the history.")
         delete.add_argument("name", help="The saved query.")
@@ -201,6 +226,12 @@ class Command(RunCommand):
         self.stdout.write(f"runs:        {query.run_count} (last {last}; list them: runs list --query {query.name})")
         self.stdout.write(f"updated:     {query.updated_at:%Y-%m-%d %H:%M:%S}")
         self.stdout.write(f"compiled:    {compiled_line(query.compiled) if query.compiled else 'no'}")
+        if query.schedule:
+            following = SavedQuerySerializer(query).data["nextRunAt"]
+            skipped = f"; {query.skipped_ticks} due time(s) skipped" if query.skipped_ticks else ""
+            self.stdout.write(f"schedule:    {describe(query.schedule)}, next at {following}{skipped}")
+        else:
+            self.stdout.write("schedule:    none (replays when asked: query schedule <name> --every 1h)")
         if not query.compile:
             self.stdout.write("             (compile is off: replays do not compile their answers)")
         self.stdout.write("schema:")
@@ -217,6 +248,26 @@ class Command(RunCommand):
             self.stdout.write(json.dumps(SavedQuerySerializer(query).data, indent=2))
             return
         self.stdout.write(self.style.SUCCESS(f"Compiled {name}: {compiled_line(query.compiled)}"))
+
+    def _schedule(
+        self, *, name: str, cron: str | None, every: str | None, off: bool, timezone: str, as_json: bool, **_
+    ) -> None:
+        query = services.query_get(name=name)
+        if off:
+            rule = None
+        elif cron is not None:
+            rule = {"cron": cron, "timezone": timezone}
+        else:
+            rule = {"everySeconds": interval_seconds(every)}
+        query = services.query_schedule(query=query, schedule=rule)
+        if as_json:
+            self.stdout.write(json.dumps(SavedQuerySerializer(query).data, indent=2))
+            return
+        if query.schedule is None:
+            self.stdout.write(self.style.SUCCESS(f"{name} no longer replays by itself."))
+            return
+        following = SavedQuerySerializer(query).data["nextRunAt"]
+        self.stdout.write(self.style.SUCCESS(f"{name} replays {describe(query.schedule)}; next at {following}."))
 
     def _delete(self, *, name: str, **_) -> None:
         query = services.query_get(name=name)

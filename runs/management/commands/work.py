@@ -13,7 +13,8 @@ class Command(BaseCommand):
     help = (
         "Start the run workers (a django-q2 cluster of WORKERS processes). SIGTERM or Ctrl-C drains them: running "
         "runs finish, runs already handed to a worker but not started go back on the queue for the next start. "
-        "At start, tasks that an earlier cluster took but never finished are made deliverable again."
+        "At start, tasks that an earlier cluster took but never finished are made deliverable again. While it runs, "
+        "due schedules of saved queries are looked for every SCHEDULE_CHECK_SECONDS."
     )
 
     def handle(self, *args, **options) -> None:
@@ -29,3 +30,5 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, drain)
         signal.signal(signal.SIGINT, drain)
         cluster.start()
+        # This process only waits for the cluster: it looks for due schedules meanwhile.
+        queue.run_scheduler(keep_going=lambda: cluster.sentinel.is_alive() and not jobs.DRAINING.is_set())
