@@ -8,6 +8,7 @@ import type {
   RunPage,
   RunSpec,
   RunStatus,
+  QuerySchedule,
   SavedQuery,
   Session,
 } from "./types";
@@ -67,6 +68,8 @@ export const queries = {
     api<SavedQuery>("/api/queries", { method: "POST", body: { name, ...edit } }),
   update: (name: string, edit: QueryEdit) =>
     api<SavedQuery>(`/api/queries/${encodeURIComponent(name)}`, { method: "PUT", body: edit }),
+  schedule: (name: string, schedule: QuerySchedule | null) =>
+    api<SavedQuery>(`/api/queries/${encodeURIComponent(name)}`, { method: "PATCH", body: { schedule } }),
   remove: (name: string) => api<void>(`/api/queries/${encodeURIComponent(name)}`, { method: "DELETE" }),
   run: (name: string, overrides: { url?: string; instruction?: string }) =>
     api<Run>(`/api/queries/${encodeURIComponent(name)}/run`, { method: "POST", body: overrides }),

@@ -46,6 +46,7 @@ export type RunSummary = Schemas["RunSummary"];
 export type RunPage = Omit<Schemas["PaginatedRunListItemList"], "results"> & { results: RunSummary[] };
 export type FetchResult = Schemas["FetchResponse"];
 export type SavedQuery = Schemas["SavedQuery"];
+export type QuerySchedule = Schemas["QuerySchedule"];
 export type ProfileStatus = Schemas["CookieSummaryStatusEnum"];
 export type CookieSummary = Schemas["CookieSummary"];
 export type Profile = Schemas["Profile"];

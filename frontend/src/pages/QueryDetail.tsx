@@ -7,6 +7,7 @@ import { JsonView } from "../components/JsonTree";
 import { ConfirmDialog } from "../components/Modal";
 import { QueryEditor, RunQueryDialog } from "../components/QueryForms";
 import { RunTable } from "../components/RunTable";
+import { ScheduleEditor } from "../components/ScheduleEditor";
 import { CompiledBadge, EmptyState, ErrorBanner, Loading, Notice, PageHeader, Time } from "../components/ui";
 import { useResource } from "../lib/useResource";
 import { QueuedNotice } from "./Queries";
@@ -137,6 +138,7 @@ export function QueryDetail() {
               <dd>{saved.instruction || <span className="muted">none</span>}</dd>
             </div>
           </dl>
+          <ScheduleEditor query={saved} onSaved={(updated) => query.setData(updated)} />
           <section className="section" aria-labelledby="schema-title">
             <h2 id="schema-title">Schema</h2>
             <JsonView value={saved.schema} label="Schema" />
