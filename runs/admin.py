@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from runs.models import Batch, Event, Run, Step
+from runs.models import Batch, Delivery, DeliveryAttempt, Event, Run, Step, Webhook
 from service.kernel.admin import ReadOnlyAdmin
 
 
@@ -43,3 +43,20 @@ class EventAdmin(ReadOnlyAdmin):
 @admin.register(Batch)
 class BatchAdmin(ReadOnlyAdmin):
     list_display = ["id", "created_at"]
+
+
+@admin.register(Webhook)
+class WebhookAdmin(ReadOnlyAdmin):
+    list_display = ["id", "url", "events", "query", "created_at"]
+    exclude = ["secret"]  # shown once, at creation; never again
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(ReadOnlyAdmin):
+    list_display = ["id", "event", "run_id", "webhook", "status", "attempts", "next_attempt_at", "created_at"]
+    list_filter = ["status", "event"]
+
+
+@admin.register(DeliveryAttempt)
+class DeliveryAttemptAdmin(ReadOnlyAdmin):
+    list_display = ["delivery", "event", "status_code", "duration_ms", "error", "at"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import transaction
 
-from runs import metrics
+from runs import metrics, webhooks
 from runs.models import Event, Run, Step
 from runs.wakeup import waker
 
@@ -58,8 +58,10 @@ def event_step(run: Run, step: Step, *, screenshot_url: str | None) -> list[Even
 
 
 def event_run_finished(run: Run) -> Event:
-    """Every run that ends passes here once (finished, cancelled, or failed by the reaper): it is counted too."""
+    """Every run that ends passes here once (finished, cancelled, or failed by the reaper): it is counted, and told
+    to the webhooks that want it."""
     metrics.run_finished(run)
+    webhooks.run_ended(run)
     payload: dict = {"status": run.status}
     if run.error:
         payload["error"] = run.error

@@ -353,3 +353,74 @@ class Event(models.Model):
             **self.payload,
             "at": self.at.isoformat().replace("+00:00", "Z"),
         }
+
+
+class Webhook(models.Model):
+    """A URL told about runs as they end (runs/webhooks.py): signed deliveries, Standard Webhooks style."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    url = models.URLField(max_length=2048)
+    events = models.JSONField()  # a list of WEBHOOK_EVENTS
+    # Only runs of this saved query (by name), or every run.
+    query = models.CharField(max_length=64, null=True, blank=True)
+    # "whsec_<base64>": shown once, at creation; kept to sign (as API keys cannot be, it must be readable here).
+    secret = models.CharField(max_length=128)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.url} ({', '.join(self.events)})"
+
+
+class Delivery(models.Model):
+    """One event for one webhook, delivered at least once: the same webhook-id and body on every attempt.
+
+    pending (waits for next_attempt_at) -> queued (a task is in the queue) -> sending (a worker holds its lease)
+    -> delivered | failed (a 4xx other than 408/429, a refused address, or still failing after 24 h); back to
+    pending after a failed attempt, or when a sending worker's lease ran out (it died).
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        QUEUED = "queued"
+        SENDING = "sending"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=32)
+    run_id = models.UUIDField()
+    body = models.TextField()  # the exact JSON sent on every attempt
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    queued_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=128, blank=True, default="")  # host:pid of the last one to send it
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "next_attempt_at"])]
+        verbose_name_plural = "deliveries"
+
+    def __str__(self) -> str:
+        return f"{self.event} {self.run_id} -> {self.webhook_id} ({self.status})"
+
+
+class DeliveryAttempt(models.Model):
+    delivery = models.ForeignKey(Delivery, on_delete=models.CASCADE, related_name="tries")
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="attempts")
+    event = models.CharField(max_length=32)
+    status_code = models.PositiveIntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-at"]
+        indexes = [models.Index(fields=["webhook", "-at"])]

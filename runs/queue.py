@@ -71,11 +71,15 @@ def check_room(adding: int) -> None:
 
 
 def run_scheduler(keep_going: Callable[[], bool]) -> None:
-    """`work`'s loop: django-q2's scheduler (it queues the task of every due Schedule row, such as a saved query's
-    replay, queries/scheduling.py) every SCHEDULE_CHECK_SECONDS while keep_going() holds."""
+    """`work`'s loop, every SCHEDULE_CHECK_SECONDS while keep_going() holds: django-q2's scheduler (it runs the task of
+    every due Schedule row, such as a saved query's replay, queries/scheduling.py), and the webhook deliveries that
+    are due again (runs/webhooks.py)."""
+    from runs import webhooks
+
     while keep_going():
         try:
             scheduler()
+            webhooks.sweep()
         except Exception:  # the database may be briefly unavailable; look again next time
-            log.exception("scheduler: due schedules could not be read")
+            log.exception("scheduler: due schedules or deliveries could not be read")
         time.sleep(settings.SCHEDULE_CHECK_SECONDS)

@@ -15,7 +15,7 @@ from profiles.store import StateFileError, check_storage_state_file, profile_pat
 from runs.archive import describe_source, page_url, source_step
 from runs.engine.extract_rules import is_rule_schema, rule_problems
 from runs.engine.netpolicy import Refused, literal_private_host, parse_ipv4
-from runs.models import Batch, Run, Step
+from runs.models import Batch, DeliveryAttempt, Run, Step, Webhook
 from runs.resources import network_policy, screenshot_url
 from service.kernel.errors import ServiceError
 from service.kernel.serializers import StrictSerializer, UtcDateTimeField, document_shape, name_field, utc_text
@@ -742,3 +742,69 @@ class SearchResultSerializer(serializers.Serializer):
 
 class SearchResponseSerializer(serializers.Serializer):
     results = SearchResultSerializer(many=True)
+
+
+WEBHOOK_EVENTS = ("run.finished", "run.succeeded", "run.failed", "query.drifted")
+
+
+class WebhookCreateSerializer(StrictSerializer):
+    """POST /api/webhooks."""
+
+    url = serializers.URLField(
+        max_length=2048, help_text="Where deliveries are POSTed; it must pass the network guard, as run URLs do."
+    )
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=WEBHOOK_EVENTS),
+        min_length=1,
+        help_text="run.finished (every run that ends), run.succeeded, run.failed, query.drifted (a saved query's "
+        "replay whose drift lists a change).",
+    )
+    query = name_field("saved query", required=False, help_text="Only runs of this saved query (by name).")
+
+    def validate_url(self, value: str) -> str:
+        if urlsplit(value).scheme.lower() not in ("http", "https"):
+            raise serializers.ValidationError("Only http:// and https:// URLs can receive deliveries.")
+        return value
+
+    def validate_events(self, value: list[str]) -> list[str]:
+        return list(dict.fromkeys(value))
+
+
+class WebhookSerializer(serializers.ModelSerializer):
+    query = serializers.CharField(allow_null=True)
+    createdAt = UtcDateTimeField(source="created_at")
+
+    class Meta:
+        model = Webhook
+        fields = ["id", "url", "events", "query", "createdAt"]
+        read_only_fields = fields
+
+
+class WebhookCreatedSerializer(WebhookSerializer):
+    secret = serializers.CharField(
+        help_text="Verifies the webhook-signature of every delivery (Standard Webhooks): shown this once, keep it."
+    )
+
+    class Meta(WebhookSerializer.Meta):
+        fields = [*WebhookSerializer.Meta.fields, "secret"]
+        read_only_fields = fields
+
+
+class DeliveryAttemptSerializer(serializers.ModelSerializer):
+    webhookId = serializers.SerializerMethodField(help_text="The webhook-id header: the same on every retry.")
+    runId = serializers.UUIDField(source="delivery.run_id")
+    statusCode = serializers.IntegerField(source="status_code", allow_null=True)
+    durationMs = serializers.IntegerField(source="duration_ms")
+    error = serializers.CharField(help_text="Empty when the receiver answered 2xx.")
+    deliveryStatus = serializers.CharField(
+        source="delivery.status", help_text="pending (retried later), queued, sending, delivered or failed."
+    )
+    at = UtcDateTimeField()
+
+    class Meta:
+        model = DeliveryAttempt
+        fields = ["webhookId", "event", "runId", "statusCode", "durationMs", "error", "deliveryStatus", "at"]
+        read_only_fields = fields
+
+    def get_webhookId(self, attempt: DeliveryAttempt) -> str:
+        return f"msg_{attempt.delivery_id.hex}"

@@ -18,8 +18,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from runs import archive, direct, export, resources, services
-from runs.models import Batch, Run
+from runs import archive, direct, export, resources, services, webhooks
+from runs.models import Batch, Run, Webhook
 from runs.serializers import (
     RUN_SPEC,
     RUNS_PAGE_DEFAULT,
@@ -27,6 +27,7 @@ from runs.serializers import (
     BatchCreatedSerializer,
     BatchSerializer,
     BatchSubmitSerializer,
+    DeliveryAttemptSerializer,
     ExportParamsSerializer,
     FetchRequestSerializer,
     FetchResponseSerializer,
@@ -38,6 +39,9 @@ from runs.serializers import (
     RunSummarySerializer,
     SearchRequestSerializer,
     SearchResponseSerializer,
+    WebhookCreatedSerializer,
+    WebhookCreateSerializer,
+    WebhookSerializer,
 )
 from service.kernel.errors import ServiceError
 from service.kernel.openapi import errors
@@ -234,3 +238,39 @@ class SearchView(APIView):
     @extend_schema(request=SearchRequestSerializer, responses={200: SearchResponseSerializer, **errors(502, 503)})
     def post(self, request: Request) -> Response:
         return Response({"results": direct.search(request.data)})
+
+
+class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """URLs told about runs as they end, in signed deliveries (runs/webhooks.py)."""
+
+    queryset = Webhook.objects.all()
+    serializer_class = WebhookSerializer
+    pagination_class = None
+
+    def get_object(self) -> Webhook:
+        hook = Webhook.objects.filter(pk=self.kwargs["pk"]).first() if is_uuid(self.kwargs["pk"]) else None
+        if hook is None:
+            raise ServiceError("not_found", f"There is no webhook {self.kwargs['pk']}.", status_code=404)
+        return hook
+
+    @extend_schema(request=WebhookCreateSerializer, responses={201: WebhookCreatedSerializer})
+    def create(self, request: Request) -> Response:
+        """Subscribe a URL; the answer holds the signing secret, shown this once."""
+        hook = webhooks.subscribe(request.data)
+        return Response(WebhookCreatedSerializer(hook).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(responses={200: WebhookSerializer, **errors(404)})
+    def retrieve(self, request: Request, *args, **kwargs) -> Response:
+        return super().retrieve(request, *args, **kwargs)
+
+    @extend_schema(responses={204: None, **errors(404)})
+    def destroy(self, request: Request, pk: str | None = None) -> Response:
+        """The webhook goes, with its deliveries: none is sent after this."""
+        self.get_object().delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(responses={200: DeliveryAttemptSerializer(many=True), **errors(404)})
+    @action(detail=True, methods=["get"])
+    def deliveries(self, request: Request, pk: str | None = None) -> Response:
+        """The last 100 delivery attempts, newest first: event, status code, duration, error."""
+        return Response(DeliveryAttemptSerializer(webhooks.recent_attempts(self.get_object()), many=True).data)

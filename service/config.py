@@ -56,6 +56,7 @@ class Config:
     queue_poll_seconds: float
     schedule_min_seconds: int
     schedule_check_seconds: float
+    webhook_timeout_seconds: float
     api_max_body_bytes: int
     api_rate_limit: int
     batch_max_runs: int
@@ -387,6 +388,7 @@ def read_config(env: Mapping[str, str]) -> Config:
         queue_poll_seconds=_float(env, "QUEUE_POLL_SECONDS", 0.05, 0.005, 10),
         schedule_min_seconds=_int(env, "SCHEDULE_MIN_SECONDS", 60, 1, 86_400),
         schedule_check_seconds=_float(env, "SCHEDULE_CHECK_SECONDS", 5.0, 0.1, 60),
+        webhook_timeout_seconds=_float(env, "WEBHOOK_TIMEOUT_SECONDS", 10.0, 0.5, 120),
         # Events, not batches: above BATCH_MAX_RUNS' default, so a reader stays connected through a whole batch's
         # run-queued events arriving at once.
         events_max_backlog=_int(env, "EVENTS_MAX_BACKLOG", 20_000, 10, 10_000_000),

@@ -170,6 +170,7 @@ else:
 # the broker only carries "execute run <id>" messages, and execute_run is idempotent.
 SCHEDULE_MIN_SECONDS = CONFIG.schedule_min_seconds
 SCHEDULE_CHECK_SECONDS = CONFIG.schedule_check_seconds
+WEBHOOK_TIMEOUT_SECONDS = CONFIG.webhook_timeout_seconds
 
 Q_CLUSTER = {
     "name": "runs",

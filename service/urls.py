@@ -6,7 +6,7 @@ from rest_framework.routers import SimpleRouter
 
 from profiles.views import ProfileViewSet
 from queries.views import SavedQueryViewSet
-from runs.views import BatchViewSet, ExportView, FetchView, RunViewSet, SearchView
+from runs.views import BatchViewSet, ExportView, FetchView, RunViewSet, SearchView, WebhookViewSet
 from service import views
 from service.kernel.errors import api_not_found
 
@@ -15,6 +15,7 @@ router.register("runs", RunViewSet, basename="run")
 router.register("batches", BatchViewSet, basename="batch")
 router.register("queries", SavedQueryViewSet, basename="query")
 router.register("profiles", ProfileViewSet, basename="profile")
+router.register("webhooks", WebhookViewSet, basename="webhook")
 
 api = [
     path("health", views.health, name="health"),

@@ -301,19 +301,24 @@ class LiveService:
             time.sleep(0.05)
         raise AssertionError(f"run {run_id} did not reach {statuses}: {run['status']}")
 
-    def worker_pid(self, run_id: str) -> int:
-        """The pid of the worker process holding a run (recorded on the row as host:pid)."""
+    def scalar(self, sql: str, *params):
+        """One value read from the service's database (SQLite or PostgreSQL), with ? placeholders; string parameters
+        are ids (UUIDs, which SQLite keeps without their dashes)."""
         database_url = self.env.get("DATABASE_URL")
         if database_url:
             import psycopg
 
             with psycopg.connect(database_url) as db:
-                (worker,) = db.execute("select worker from runs_run where id = %s", (run_id,)).fetchone()
+                row = db.execute(sql.replace("?", "%s"), params).fetchone()
         else:
             with sqlite3.connect(self.data_dir / "db.sqlite3") as db:
-                (worker,) = db.execute(
-                    "select worker from runs_run where id = ?", (run_id.replace("-", ""),)
-                ).fetchone()
+                ids = tuple(param.replace("-", "") if isinstance(param, str) else param for param in params)
+                row = db.execute(sql, ids).fetchone()
+        return row[0] if row else None
+
+    def worker_pid(self, run_id: str) -> int:
+        """The pid of the worker process holding a run (recorded on the row as host:pid)."""
+        worker = self.scalar("select worker from runs_run where id = ?", run_id)
         return int(worker.rsplit(":", 1)[1])
 
     @property

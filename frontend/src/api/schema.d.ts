@@ -391,6 +391,59 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/api/webhooks": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description URLs told about runs as they end, in signed deliveries (runs/webhooks.py). */
+    get: operations["webhooks_list"];
+    put?: never;
+    /** @description Subscribe a URL; the answer holds the signing secret, shown this once. */
+    post: operations["webhooks_create"];
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/webhooks/{id}": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description URLs told about runs as they end, in signed deliveries (runs/webhooks.py). */
+    get: operations["webhooks_retrieve"];
+    put?: never;
+    post?: never;
+    /** @description The webhook goes, with its deliveries: none is sent after this. */
+    delete: operations["webhooks_destroy"];
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
+  "/api/webhooks/{id}/deliveries": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** @description The last 100 delivery attempts, newest first: event, status code, duration, error. */
+    get: operations["webhooks_deliveries_list"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -549,6 +602,21 @@ export interface components {
       /** @description An IANA time zone (default UTC). */
       timezone?: string;
     };
+    DeliveryAttempt: {
+      /** @description The webhook-id header: the same on every retry. */
+      readonly webhookId: string;
+      readonly event: string;
+      /** Format: uuid */
+      runId: string;
+      statusCode: number | null;
+      durationMs: number;
+      /** @description Empty when the receiver answered 2xx. */
+      error: string;
+      /** @description pending (retried later), queued, sending, delivered or failed. */
+      deliveryStatus: string;
+      /** Format: date-time */
+      at: string;
+    };
     /** @description A saved-query replay's result against the last successful one (runs/drift.py). */
     Drift: {
       /** Format: uuid */
@@ -579,6 +647,8 @@ export interface components {
        */
       runId?: string;
     };
+    /** @enum {string} */
+    EventsEnum: "run.finished" | "run.succeeded" | "run.failed" | "query.drifted";
     /** @enum {string} */
     ExtractRunSpecKindEnum: "extract";
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
@@ -1139,6 +1209,40 @@ export interface components {
       inputTokens?: number;
       outputTokens?: number;
       browserMs?: number;
+    };
+    Webhook: {
+      /** Format: uuid */
+      readonly id: string;
+      /** Format: uri */
+      readonly url: string;
+      readonly events: unknown;
+      query: string | null;
+      /** Format: date-time */
+      createdAt: string;
+    };
+    /** @description POST /api/webhooks. */
+    WebhookCreateRequest: {
+      /**
+       * Format: uri
+       * @description Where deliveries are POSTed; it must pass the network guard, as run URLs do.
+       */
+      url: string;
+      /** @description run.finished (every run that ends), run.succeeded, run.failed, query.drifted (a saved query's replay whose drift lists a change). */
+      events: components["schemas"]["EventsEnum"][];
+      /** @description Only runs of this saved query (by name). */
+      query?: string;
+    };
+    WebhookCreated: {
+      /** Format: uuid */
+      readonly id: string;
+      /** Format: uri */
+      readonly url: string;
+      readonly events: unknown;
+      query: string | null;
+      /** Format: date-time */
+      createdAt: string;
+      /** @description Verifies the webhook-signature of every delivery (Standard Webhooks): shown this once, keep it. */
+      secret: string;
     };
   };
   responses: never;
@@ -3309,6 +3413,338 @@ export interface operations {
       };
       /** @description A playground session write without its CSRF token, or a refused origin. */
       403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  webhooks_list: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Webhook"][];
+        };
+      };
+      /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No API key, or a key that is not valid (or revoked). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description A playground session write without its CSRF token, or a refused origin. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  webhooks_create: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["WebhookCreateRequest"];
+      };
+    };
+    responses: {
+      201: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["WebhookCreated"];
+        };
+      };
+      /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No API key, or a key that is not valid (or revoked). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description A playground session write without its CSRF token, or a refused origin. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The request body is larger than API_MAX_BODY_BYTES. */
+      413: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description The body was not sent as JSON (Content-Type: application/json). */
+      415: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  webhooks_retrieve: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A UUID string identifying this webhook. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Webhook"];
+        };
+      };
+      /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No API key, or a key that is not valid (or revoked). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description A playground session write without its CSRF token, or a refused origin. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No such object. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  webhooks_destroy: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A UUID string identifying this webhook. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description No response body */
+      204: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content?: never;
+      };
+      /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No API key, or a key that is not valid (or revoked). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description A playground session write without its CSRF token, or a refused origin. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No such object. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
+      429: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  webhooks_deliveries_list: {
+    parameters: {
+      query?: never;
+      header?: never;
+      path: {
+        /** @description A UUID string identifying this webhook. */
+        id: string;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["DeliveryAttempt"][];
+        };
+      };
+      /** @description Bad input (invalid_request, malformed_json, …); `fields` names each problem by its dotted path. */
+      400: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No API key, or a key that is not valid (or revoked). */
+      401: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description A playground session write without its CSRF token, or a refused origin. */
+      403: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description No such object. */
+      404: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+      /** @description Over the key's rate limit, the queue is full, or too many failed sign-ins; see Retry-After. */
+      429: {
         headers: {
           [name: string]: unknown;
         };
