@@ -771,6 +771,7 @@ class WebhookCreateSerializer(StrictSerializer):
 
 
 class WebhookSerializer(serializers.ModelSerializer):
+    events = serializers.ListField(child=serializers.ChoiceField(choices=WEBHOOK_EVENTS))
     query = serializers.CharField(allow_null=True)
     createdAt = UtcDateTimeField(source="created_at")
 

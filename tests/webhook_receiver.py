@@ -13,6 +13,7 @@ class Received:
     headers: dict[str, str]
     body: str
     at: float = field(default_factory=time.monotonic)
+    wall: float = field(default_factory=time.time)
 
 
 class Receiver:

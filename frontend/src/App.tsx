@@ -7,6 +7,7 @@ import { History } from "./pages/History";
 import { LiveRun } from "./pages/LiveRun";
 import { NewRun } from "./pages/NewRun";
 import { Profiles } from "./pages/Profiles";
+import { Webhooks } from "./pages/Webhooks";
 import { Queries } from "./pages/Queries";
 import { QueryDetail } from "./pages/QueryDetail";
 import { RunDetail } from "./pages/RunDetail";
@@ -48,6 +49,7 @@ export function AppRoutes() {
         <Route path="queries" element={<Queries />} />
         <Route path="queries/:name" element={<QueryDetailScreen />} />
         <Route path="profiles" element={<Profiles />} />
+        <Route path="webhooks" element={<Webhooks />} />
         <Route path="export" element={<Export />} />
         <Route path="*" element={<NotFound />} />
       </Route>

@@ -39,6 +39,7 @@ BENCHMARKS = (
     "contention",
     "load",
     "web_tier",
+    "schedules",
     "scale_workers",
     "soak",
 )

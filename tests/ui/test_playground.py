@@ -18,6 +18,7 @@ from playwright.sync_api import expect
 
 from tests.live import KEY, ROOT
 from tests.ui.conftest import open_ui
+from tests.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.live
 
@@ -373,6 +374,40 @@ def test_import_a_profile_see_its_badge_and_delete_it(ui, tmp_path):
     confirm.get_by_role("button", name="Delete profile").click()
     expect(row).to_have_count(0)
     expect(page.get_by_text("No profiles yet.")).to_be_visible()
+
+
+def test_add_a_webhook_see_its_secret_once_and_its_deliveries(ui, site, live_ui):
+    ui.sign_in()
+    page = ui.page
+    with Receiver() as receiver:
+        ui.goto("/webhooks")
+        expect(page.get_by_text("No webhooks yet.")).to_be_visible()
+        ui.expect_console_error("400")
+        page.get_by_label("URL", exact=True).fill("ftp://hooks.example/in")
+        page.get_by_role("button", name="Add webhook").click()
+        expect(page.get_by_text("Only http:// and https:// URLs can receive deliveries.")).to_be_visible()
+        page.get_by_label("URL", exact=True).fill(receiver.url)
+        page.get_by_role("checkbox", name="run.failed").check()
+        page.get_by_role("button", name="Add webhook").click()
+        secret = page.locator("code.secret")
+        expect(secret).to_have_text(re.compile(r"^whsec_"))
+        row = page.locator("tr[data-webhook]")
+        expect(row).to_contain_text("run.finished, run.failed")
+        ui.snap("24-webhooks")
+
+        live_ui.wait(live_ui.submit({"kind": "fetch", "url": site.url("/static")})["id"])
+        receiver.wait_for(1)
+        row.get_by_role("button", name="Deliveries").click()
+        attempts = page.get_by_role("table", name=re.compile("^Last delivery attempts"))
+        expect(attempts.locator("tbody tr").first).to_contain_text("run.finished")
+        expect(attempts.locator("tbody tr").first).to_contain_text("delivered")
+        ui.snap("25-webhook-deliveries")
+
+        ui.goto("/webhooks")  # reloaded: the secret is not shown again
+        expect(page.locator("code.secret")).to_have_count(0)
+        page.get_by_role("button", name=f"Delete {receiver.url}").click()
+        page.get_by_role("dialog", name="Delete webhook").get_by_role("button", name="Delete webhook").click()
+        expect(page.get_by_text("No webhooks yet.")).to_be_visible()
 
 
 def test_cancel_a_running_run_from_the_live_view(ui, site):

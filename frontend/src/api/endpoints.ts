@@ -1,5 +1,6 @@
 import { api, query } from "./client";
 import type {
+  DeliveryAttempt,
   Profile,
   Reextract,
   Run,
@@ -11,6 +12,9 @@ import type {
   QuerySchedule,
   SavedQuery,
   Session,
+  WebhookCreated,
+  WebhookEvent,
+  WebhookHook,
 } from "./types";
 
 export const session = {
@@ -73,6 +77,14 @@ export const queries = {
   remove: (name: string) => api<void>(`/api/queries/${encodeURIComponent(name)}`, { method: "DELETE" }),
   run: (name: string, overrides: { url?: string; instruction?: string }) =>
     api<Run>(`/api/queries/${encodeURIComponent(name)}/run`, { method: "POST", body: overrides }),
+};
+
+export const webhooks = {
+  list: () => api<WebhookHook[]>("/api/webhooks"),
+  create: (body: { url: string; events: WebhookEvent[]; query?: string }) =>
+    api<WebhookCreated>("/api/webhooks", { method: "POST", body }),
+  remove: (id: string) => api<void>(`/api/webhooks/${encodeURIComponent(id)}`, { method: "DELETE" }),
+  deliveries: (id: string) => api<DeliveryAttempt[]>(`/api/webhooks/${encodeURIComponent(id)}/deliveries`),
 };
 
 export const profiles = {

@@ -1215,7 +1215,7 @@ export interface components {
       readonly id: string;
       /** Format: uri */
       readonly url: string;
-      readonly events: unknown;
+      events: components["schemas"]["EventsEnum"][];
       query: string | null;
       /** Format: date-time */
       createdAt: string;
@@ -1237,7 +1237,7 @@ export interface components {
       readonly id: string;
       /** Format: uri */
       readonly url: string;
-      readonly events: unknown;
+      events: components["schemas"]["EventsEnum"][];
       query: string | null;
       /** Format: date-time */
       createdAt: string;

@@ -9,6 +9,7 @@ const LINKS = [
   { to: "/history", label: "History" },
   { to: "/queries", label: "Queries" },
   { to: "/profiles", label: "Profiles" },
+  { to: "/webhooks", label: "Webhooks" },
   { to: "/export", label: "Export" },
 ];
 
