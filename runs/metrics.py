@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from django.conf import settings
-from django.db.models import Count
 from django.utils import timezone
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -54,11 +53,6 @@ class RunStates(Collector):
     """Read at scrape time: the queue's depth (runs queued) and the runs running now."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        counts = dict(
-            Run.objects.filter(status__in=[Run.Status.QUEUED, Run.Status.RUNNING])
-            .values_list("status")
-            .annotate(n=Count("id"))
-            .order_by()
-        )
+        counts = Run.objects.counts_by_status(Run.Status.QUEUED, Run.Status.RUNNING)
         yield GaugeMetricFamily("service_queue_depth", "Runs waiting in the queue.", value=counts.get("queued", 0))
         yield GaugeMetricFamily("service_runs_running", "Runs being run now.", value=counts.get("running", 0))

@@ -60,7 +60,7 @@ def enqueue_many(runs: list[Run]) -> None:
 
 def check_room(adding: int) -> None:
     """QUEUE_MAX_DEPTH queued runs at most: past it, submitters are told to come back later (429)."""
-    queued = Run.objects.filter(status=Run.Status.QUEUED).count()
+    queued = Run.objects.counts_by_status(Run.Status.QUEUED)[Run.Status.QUEUED]
     if queued + adding > settings.QUEUE_MAX_DEPTH:
         raise ServiceError(
             "queue_full",

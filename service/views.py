@@ -79,8 +79,7 @@ def health(request: Request) -> Response:
             cursor.execute("SELECT 1")
         db_ok = True
         queue = {
-            "queued": Run.objects.filter(status=Run.Status.QUEUED).count(),
-            "running": Run.objects.filter(status=Run.Status.RUNNING).count(),
+            **Run.objects.counts_by_status(Run.Status.QUEUED, Run.Status.RUNNING),
             "messages": OrmQ.objects.count(),
         }
     except Exception:

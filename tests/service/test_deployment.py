@@ -178,18 +178,18 @@ def healthcheck_command() -> list[str]:
 
 
 def test_the_grafana_dashboard_reads_only_metrics_the_service_exports():
-    from prometheus_client import Counter, Histogram
+    from prometheus_client.metrics import MetricWrapperBase
 
     from service.kernel import metrics
 
-    exported = set()
-    for metric in vars(metrics).values():
-        if isinstance(metric, Counter):
-            exported.add(f"{metric._name}_total")
-        elif isinstance(metric, Histogram):
-            exported.update(f"{metric._name}_{suffix}" for suffix in ("bucket", "sum", "count"))
-        elif hasattr(metric, "_name") and hasattr(metric, "_type"):
-            exported.add(metric._name)
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
+    exported = {
+        family.name + suffix
+        for metric in vars(metrics).values()
+        if isinstance(metric, MetricWrapperBase)
+        for family in metric.describe()
+        for suffix in suffixes[family.type]
+    }
     exported |= {"service_queue_depth", "service_runs_running"}  # read at scrape time (runs/metrics.py)
     dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
     expressions = [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
