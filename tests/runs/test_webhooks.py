@@ -81,6 +81,20 @@ def test_private_addresses_are_refused_with_the_guard_on(api, settings):
     assert api.get("/api/webhooks").json() == []
 
 
+def test_the_guard_is_asked_again_at_delivery_time(api, settings):
+    # Subscribed while private addresses were allowed (or while the name pointed elsewhere): refused when sending,
+    # and not retried.
+    with Receiver() as receiver:
+        subscribe(api, receiver.url, ["run.finished"])
+        settings.ALLOW_PRIVATE_NETWORKS = False
+        end_run()
+        (outcome,) = deliver_all()
+        assert outcome.startswith("failed (url_not_allowed: ")
+        assert receiver.received == []
+    make_due()
+    assert webhooks.sweep() == 0
+
+
 def test_a_delivery_is_signed_and_carries_the_run(api):
     with Receiver() as receiver:
         hook = subscribe(api, receiver.url, ["run.finished", "run.failed"])
