@@ -162,6 +162,15 @@ GOALS: dict[str, dict[str, Goal | None]] = {
         "default, health: errors": exactly(0, "issue 21"),
         "rate limit 100/min, 200 requests from 4 clients: passed": exactly(100, "issue 21"),
     },
+    "schedules": {
+        "SCHEDULE_CHECK_SECONDS=5, every 6 s: lateness max s": at_most(15, "issue 22: a due replay starts within 15 s"),
+        "SCHEDULE_CHECK_SECONDS=5, every 6 s: lateness p50 s": None,
+        "SCHEDULE_CHECK_SECONDS=5, every 6 s: lateness p99 s": None,
+        "SCHEDULE_CHECK_SECONDS=1, every 2 s: lateness p50 s": None,
+        "SCHEDULE_CHECK_SECONDS=1, every 2 s: lateness p99 s": None,
+        "webhook delivery after run-finished: p50 ms": None,
+        "webhook delivery after run-finished: p99 ms": None,
+    },
     "scale_workers": {
         "sqlite, 1 worker: runs/s": None,
         "sqlite, 2 workers: runs/s": None,
