@@ -48,7 +48,6 @@ class BatchAdmin(ReadOnlyAdmin):
 @admin.register(Webhook)
 class WebhookAdmin(ReadOnlyAdmin):
     list_display = ["id", "url", "events", "query", "created_at"]
-    exclude = ["secret"]  # shown once, at creation; never again
 
 
 @admin.register(Delivery)

@@ -370,8 +370,7 @@ class Webhook(models.Model):
     events = models.JSONField()  # a list of WEBHOOK_EVENTS
     # Only runs of this saved query (by name), or every run.
     query = models.CharField(max_length=64, null=True, blank=True)
-    # "whsec_<base64>": shown once, at creation; kept to sign (as API keys cannot be, it must be readable here).
-    secret = models.CharField(max_length=128)
+    # Its signing secret is not here: a private file of the data directory (runs/webhooks.py), as credentials are.
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -782,6 +782,8 @@ class WebhookSerializer(serializers.ModelSerializer):
 
 
 class WebhookCreatedSerializer(WebhookSerializer):
+    """The answer to its creation: the only one with the secret (webhooks.subscribe sets it on the object)."""
+
     secret = serializers.CharField(
         help_text="Verifies the webhook-signature of every delivery (Standard Webhooks): shown this once, keep it."
     )

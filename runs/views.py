@@ -266,7 +266,7 @@ class WebhookViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     @extend_schema(responses={204: None, **errors(404)})
     def destroy(self, request: Request, pk: str | None = None) -> Response:
         """The webhook goes, with its deliveries: none is sent after this."""
-        self.get_object().delete()
+        webhooks.unsubscribe(self.get_object())
         return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(responses={200: DeliveryAttemptSerializer(many=True), **errors(404)})

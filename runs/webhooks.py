@@ -24,6 +24,7 @@ import secrets
 import socket
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import requests
 from django.conf import settings
@@ -32,6 +33,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 from standardwebhooks.webhooks import Webhook as Signer
 
+from profiles.store import ensure_private_dir, write_private_file
 from runs.engine.netguard import REFUSED_HEADER, network_guard
 from runs.engine.netpolicy import Refused
 from runs.models import Delivery, DeliveryAttempt, Run, Webhook
@@ -55,9 +57,28 @@ def new_secret() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
 
 
+def _secret_path(webhook_id) -> Path:
+    return Path(settings.DATA_DIR) / "webhooks" / f"{webhook_id}.secret"
+
+
+def read_secret(webhook_id) -> str:
+    """The webhook's signing secret, from its private file (never the database: secrets stay out of it)."""
+    fd = os.open(_secret_path(webhook_id), os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read().decode()
+
+
+def unsubscribe(webhook: Webhook) -> None:
+    """The webhook goes, with its deliveries and its secret."""
+    secret = _secret_path(webhook.pk)
+    webhook.delete()
+    secret.unlink(missing_ok=True)
+
+
 def subscribe(request: object) -> Webhook:
     """A new webhook from POST /api/webhooks' body (or `webhook add`), its URL checked by the network guard now (and
-    again at every delivery: a name may come to resolve elsewhere)."""
+    again at every delivery: a name may come to resolve elsewhere). Its secret is written to a private file (0600)
+    and set on the returned object as `secret`, for the answer that shows it once."""
     body = WebhookCreateSerializer(data=request)
     body.is_valid(raise_exception=True)
     data = body.validated_data
@@ -65,7 +86,13 @@ def subscribe(request: object) -> Webhook:
         network_policy().check_url(data["url"])
     except Refused as refused:
         raise ServiceError("url_not_allowed", f"url: {refused}", fields={"url": [str(refused)]}) from None
-    return Webhook.objects.create(url=data["url"], events=data["events"], query=data.get("query"), secret=new_secret())
+    hook = Webhook(url=data["url"], events=data["events"], query=data.get("query"))
+    secret = new_secret()
+    ensure_private_dir(_secret_path(hook.pk).parent)
+    write_private_file(_secret_path(hook.pk), secret.encode())
+    hook.save()
+    hook.secret = secret
+    return hook
 
 
 def recent_attempts(webhook: Webhook) -> list[DeliveryAttempt]:
@@ -133,7 +160,7 @@ def _claim(delivery_id: str) -> Delivery | None:
 def headers_for(delivery: Delivery, body: str) -> dict[str, str]:
     message_id = f"msg_{delivery.pk.hex}"
     now = timezone.now()
-    signature = Signer(delivery.webhook.secret).sign(message_id, now, body)
+    signature = Signer(read_secret(delivery.webhook_id)).sign(message_id, now, body)
     return {
         "content-type": "application/json",
         "user-agent": USER_AGENT,
@@ -145,6 +172,10 @@ def headers_for(delivery: Delivery, body: str) -> dict[str, str]:
 
 def _send(delivery: Delivery) -> tuple[int | None, str]:
     """(status code or None, error) of one POST through the network guard."""
+    try:
+        headers = headers_for(delivery, delivery.body)
+    except FileNotFoundError:
+        return None, "secret_missing: the webhook's secret file is gone from the data directory; add it again"
     policy = network_policy()
     session = requests.Session()
     session.trust_env = False
@@ -155,7 +186,7 @@ def _send(delivery: Delivery) -> tuple[int | None, str]:
         response = session.post(
             delivery.webhook.url,
             data=delivery.body.encode(),
-            headers=headers_for(delivery, delivery.body),
+            headers=headers,
             timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
             allow_redirects=False,
         )

@@ -12,7 +12,7 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook as Verifier
 
 from runs import events, webhooks
-from runs.models import Delivery, Run
+from runs.models import Delivery, Run, Webhook
 from tests.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.django_db
@@ -43,15 +43,21 @@ def make_due() -> None:
     Delivery.objects.filter(status="pending").update(next_attempt_at=timezone.now() - timedelta(seconds=1))
 
 
-def test_subscribe_list_get_and_delete(api):
+def test_subscribe_list_get_and_delete(api, data_dir):
     created = subscribe(api, "https://hooks.example/in", ["run.failed", "run.failed", "query.drifted"], query="price")
     assert created["secret"].startswith("whsec_")
+    # The secret is a private file of the data directory, never in the database.
+    secret_file = data_dir / "webhooks" / f"{created['id']}.secret"
+    assert secret_file.read_text() == created["secret"] and secret_file.stat().st_mode & 0o777 == 0o600
+    stored = json.dumps(list(Webhook.objects.values()), default=str) + json.dumps(list(Delivery.objects.values()))
+    assert created["secret"] not in stored
     assert created["events"] == ["run.failed", "query.drifted"]
     listed = api.get("/api/webhooks").json()
     assert listed == [{key: value for key, value in created.items() if key != "secret"}]
     assert api.get(f"/api/webhooks/{created['id']}").json() == listed[0]
     assert api.delete(f"/api/webhooks/{created['id']}").status_code == 204
     assert api.get(f"/api/webhooks/{created['id']}").status_code == 404
+    assert not secret_file.exists()
     assert api.get("/api/webhooks/nope/deliveries").json()["error"]["code"] == "not_found"
 
 

@@ -22,6 +22,7 @@ from websockets.sync.client import connect
 from tests.fake_models import FakeOpenAI
 from tests.live import ROOT, LiveService, browser_sign_in
 from tests.site import LOGIN_PASSWORD, LOGIN_USER, real_login_state
+from tests.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.live
 
@@ -129,6 +130,7 @@ class Pushed:
     cli_output: dict[str, str] = field(default_factory=dict)
     model: RoutedOpenAI | None = None
     get_form_received: list[dict] = field(default_factory=list)
+    webhook_deliveries: list = field(default_factory=list)
 
 
 def manage(service: LiveService, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
@@ -233,6 +235,12 @@ def pushed(tmp_path_factory, site, browser):
 
 def _push(result: Pushed, site, get_form: GetFormSite, state: dict, pool: ThreadPoolExecutor) -> None:
     service, responses = result.service, result.responses
+    # A webhook told about every run: its secret is shown once, in the answer that creates it (kept out of
+    # `responses`), signs every delivery, and must appear nowhere else but its private file.
+    receiver = Receiver().__enter__()
+    hook = service.post("/api/webhooks", {"url": receiver.url, "events": ["run.finished"]}).json()
+    result.canaries["webhook secret"] = hook["secret"]
+    result.own_files["webhook secret"] = [service.data_dir / "webhooks" / f"{hook['id']}.secret"]
     imported = service.post("/api/profiles/import", {"name": "members", "state": state})
     assert imported.status_code == 201, imported.text
     responses["profile import"] = imported.text
@@ -316,6 +324,10 @@ def _push(result: Pushed, site, get_form: GetFormSite, state: dict, pool: Thread
         response = service.session.get(service.base_url + path, timeout=30)
         assert response.status_code == 200, (path, response.text)
         responses[path] = response.text
+    result.webhook_deliveries = receiver.wait_for(len(submitted))
+    receiver.__exit__(None, None, None)
+    for path in ("/api/webhooks", f"/api/webhooks/{hook['id']}", f"/api/webhooks/{hook['id']}/deliveries"):
+        responses[path] = service.get(path).text
 
 
 def occurrences(pushed: Pushed, text: str) -> dict[str, int]:
@@ -380,6 +392,15 @@ def test_no_canary_in_any_file_of_the_data_dir_but_its_own(pushed):
                 assert value.encode() in data, (name, path)
             else:
                 assert value.encode() not in data, (name, path)
+
+
+def test_no_canary_in_webhook_deliveries_which_its_secret_signs(pushed):
+    from standardwebhooks.webhooks import Webhook as Verifier
+
+    assert len(pushed.webhook_deliveries) >= 5
+    for delivery in pushed.webhook_deliveries:
+        Verifier(pushed.canaries["webhook secret"]).verify(delivery.body, delivery.headers)
+        assert occurrences(pushed, delivery.body + json.dumps(delivery.headers)) == {}
 
 
 def test_no_canary_in_events(pushed):

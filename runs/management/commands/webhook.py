@@ -70,7 +70,7 @@ class Command(CliCommand):
             self.stdout.write(f"{hook.pk}  {hook.url}  {', '.join(hook.events)}{only}")
 
     def _delete(self, *, id: str, **_) -> None:
-        self._get(id).delete()
+        webhooks.unsubscribe(self._get(id))
         self.stdout.write(self.style.SUCCESS(f"Deleted webhook {id}."))
 
     def _deliveries(self, *, id: str, as_json: bool, **_) -> None:
