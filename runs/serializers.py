@@ -782,7 +782,7 @@ class WebhookSerializer(serializers.ModelSerializer):
 
 
 class WebhookCreatedSerializer(WebhookSerializer):
-    """The answer to its creation: the only one with the secret (webhooks.subscribe sets it on the object)."""
+    """The answer to its creation, the only one that holds the secret (runs/webhooks.py subscribe sets it)."""
 
     secret = serializers.CharField(
         help_text="Verifies the webhook-signature of every delivery (Standard Webhooks): shown this once, keep it."

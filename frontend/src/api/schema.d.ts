@@ -1232,7 +1232,7 @@ export interface components {
       /** @description Only runs of this saved query (by name). */
       query?: string;
     };
-    /** @description The answer to its creation: the only one with the secret (webhooks.subscribe sets it on the object). */
+    /** @description The answer to its creation, the only one that holds the secret (runs/webhooks.py subscribe sets it). */
     WebhookCreated: {
       /** Format: uuid */
       readonly id: string;
