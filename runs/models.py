@@ -395,6 +395,8 @@ class Delivery(models.Model):
         DELIVERED = "delivered"
         FAILED = "failed"
 
+    ENDED = (Status.DELIVERED, Status.FAILED)
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=32)

@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import Max, Min
 from django.utils import timezone
 
-from runs.models import Event
+from runs.models import Delivery, Event
 
 BATCH = 500
 
@@ -72,7 +72,9 @@ def needs_gap_guard() -> bool:
 
 
 def prune_events() -> int:
-    """Delete events older than EVENT_RETENTION_HOURS; returns how many went."""
+    """Delete events older than EVENT_RETENTION_HOURS, and the webhook deliveries that ended before then (with their
+    attempts); returns how many events went."""
     cutoff = timezone.now() - timedelta(hours=settings.EVENT_RETENTION_HOURS)
     deleted, _ = Event.objects.filter(at__lt=cutoff).delete()
+    Delivery.objects.filter(status__in=Delivery.ENDED, finished_at__lt=cutoff).delete()
     return deleted

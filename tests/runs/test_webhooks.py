@@ -12,7 +12,8 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook as Verifier
 
 from runs import events, webhooks
-from runs.models import Delivery, Run, Webhook
+from runs.models import Delivery, DeliveryAttempt, Run, Webhook
+from runs.stream import prune_events
 from tests.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.django_db
@@ -182,6 +183,21 @@ def test_a_sending_worker_that_died_gives_the_delivery_back(api):
         assert webhooks.sweep() == 1
         assert deliver_all() == ["delivered (200)"]
         assert len(receiver.wait_for(1)) == 1
+
+
+def test_ended_deliveries_go_with_old_events_and_pending_ones_stay(api, settings):
+    settings.EVENT_RETENTION_HOURS = 1
+    with Receiver((200, 0), (500, 0)) as receiver:
+        subscribe(api, receiver.url, ["run.finished"])
+        end_run()
+        end_run()
+        assert sorted(deliver_all()) == ["delivered (200)", "pending (HTTP 500)"]
+    Delivery.objects.update(
+        finished_at=timezone.now() - timedelta(hours=2), created_at=timezone.now() - timedelta(hours=2)
+    )
+    prune_events()
+    assert list(Delivery.objects.values_list("status", flat=True)) == ["pending"]  # still to be retried
+    assert DeliveryAttempt.objects.count() == 1
 
 
 def test_webhook_on_the_command_line(api, capsys):
