@@ -259,17 +259,19 @@ def log_exceptions(lines: list[str]) -> list[str]:
 
 
 def cpu_seconds(service: LiveService) -> dict[str, float]:
-    """CPU time used so far by daphne, by the rest of the service (serve, workers, Chromium) and by this process."""
-    used = {"daphne": 0.0, "workers and Chromium": 0.0}
+    """CPU time used so far by the web processes (daphne), by the rest of the service (serve, workers, Chromium) and
+    by this process."""
+    used = {"web (daphne)": 0.0, "workers and Chromium": 0.0}
     for pid in [service.process.pid, *descendants(service.process.pid)]:
         try:
             fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
-            is_daphne = b"daphne" in (Path("/proc") / str(pid) / "cmdline").read_bytes()
+            # `serve` starts each web process as `python -m service.web_server` (daphne under it)
+            is_web = b"service.web_server" in (Path("/proc") / str(pid) / "cmdline").read_bytes()
         except OSError:
             continue
         # utime, stime and the same for its exited children (Chromium's renderers come and go)
         ticks = sum(int(value) for value in fields[11:15])
-        used["daphne" if is_daphne else "workers and Chromium"] += ticks / os.sysconf("SC_CLK_TCK")
+        used["web (daphne)" if is_web else "workers and Chromium"] += ticks / os.sysconf("SC_CLK_TCK")
     used["this load generator"] = time.process_time()
     return used
 

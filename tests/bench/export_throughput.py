@@ -316,7 +316,7 @@ def daphne_pid(serve_pid: int) -> int:
             cmdline = (entry / "cmdline").read_bytes()
         except (OSError, IndexError, ValueError):
             continue
-        if parent == serve_pid and b"daphne" in cmdline:
+        if parent == serve_pid and b"service.web_server" in cmdline:  # daphne, as `serve` starts it
             return int(entry.name)
     raise SystemExit("no daphne process under serve")
 
