@@ -1,13 +1,19 @@
 """ASGI entry point: HTTP through Django (and /api/mcp through the MCP server), the event stream through Channels
 (DESIGN.md section 2)."""
 
+import asyncio
+import contextlib
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import django
 from asgiref.sync import sync_to_async
-from django.core.handlers.asgi import ASGIHandler
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.db import close_old_connections
+from django.http import FileResponse
+from django.urls import set_script_prefix
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "service.settings")
 django.setup(set_prefix=False)
@@ -23,9 +29,14 @@ class OneHopHandler(ASGIHandler):
       thread, so every request started a thread and opened a database connection (for SQLite with its PRAGMAs
       and functions: a fifth of a short request under load).
 
-    Here the chain is loaded in sync mode and called once per request on the process's one request thread, which
-    keeps its connections as a WSGI worker does (CONN_MAX_AGE; closed after a database error). Streaming answers
-    (the export), the request signals and disconnects stay ASGIHandler's.
+    - Its request signals each took a hop of their own too (request_started before the request, request_finished
+      in the answer's close).
+
+    Here the chain is loaded in sync mode, and a request's synchronous part is one call on the process's one request
+    thread, which keeps its connections as a WSGI worker does (CONN_MAX_AGE; closed after a database error):
+    request_started, the request, the middleware chain and the view, and for an answer that is whole (all but the
+    export's stream and static files) its close with request_finished, before it is sent. A streamed answer is sent
+    as Django sends it, stopped when the client goes away, and closed after.
     """
 
     def __init__(self) -> None:
@@ -42,15 +53,46 @@ class OneHopHandler(ASGIHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
 
-    async def get_response_async(self, request):
-        return await sync_to_async(self._respond, thread_sensitive=False, executor=self._thread)(request)
-
-    def _respond(self, request):
-        close_old_connections()
+    async def handle(self, scope, receive, send):
         try:
-            return self.get_response(request)
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        try:
+            response = await self._in_request_thread(self._respond, scope, body_file)
+            if not response.streaming:
+                await self.send_response(response, send)
+                return
+            streaming = asyncio.create_task(self.send_response(response, send))
+            disconnect = asyncio.create_task(self.listen_for_disconnect(receive))
+            await asyncio.wait([streaming, disconnect], return_when=asyncio.FIRST_COMPLETED)
+            for task in (disconnect, streaming):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, RequestAborted):
+                    await task
+            await self._in_request_thread(response.close)
         finally:
+            body_file.close()
+
+    def _in_request_thread(self, function, *args):
+        return sync_to_async(function, thread_sensitive=False, executor=self._thread)(*args)
+
+    def _respond(self, scope, body_file):
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, response = self.create_request(scope, body_file)
+        if request is not None:
             close_old_connections()
+            try:
+                response = self.get_response(request)
+            finally:
+                close_old_connections()
+            response._handler_class = self.__class__
+            if isinstance(response, FileResponse):
+                response.block_size = self.chunk_size
+        if not response.streaming:
+            response.close()  # request_finished; a whole answer's body is already made
+        return response
 
 
 django_asgi_app = OneHopHandler()
