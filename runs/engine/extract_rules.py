@@ -1,11 +1,20 @@
-"""Extraction without a model: CSS selectors and schema.org data (JSON-LD, microdata), driven by the schema.
+"""Extraction without a model: CSS selectors, schema.org data and product signals of the page, driven by the schema.
 
 A leaf field carries either
   "x-selector": a CSS selector (its text, or the attribute named by "x-attr"), or
-  "x-source": "jsonld" | "microdata" | "structured" (JSON-LD first, then microdata), with "x-property": a dotted
-              schema.org path such as "offers.price", or a list of paths tried in order (default: the field
-              name), and optionally "x-type" (default
-              from the nearest object above that names one, else the first item found).
+  "x-source": where schema.org-shaped data is read, with "x-property": a dotted schema.org path such as
+              "offers.price", or a list of paths tried in order (default: the field name), and optionally "x-type"
+              (default from the nearest object above that names one, else the first item found). Sources:
+      "jsonld", "microdata": the page's structured data (extruct);
+      "meta":      OpenGraph / product meta tags (product:price:amount, og:price:amount, product:availability,
+                   product:retailer_item_id, ...), itemprop attributes outside any microdata item, schema.org RDFa;
+      "heuristic": what the page shows: the price nearest its main h1 and add-to-cart button (price-parser),
+                   availability phrases in several languages, values after labels such as SKU, Art.-Nr., EAN, MPN;
+      "structured": jsonld, microdata, meta, heuristic in that order, field by field (the first that has a value
+                   for the property wins; the later ones are read only when needed).
+              meta and heuristic give one Product item (its Offer under "offers", also an item of its own) with the
+              properties name, sku, gtin (gtin8..14 from itemprop/RDFa), mpn, brand.name, offers.price,
+              offers.priceCurrency, offers.availability (a schema.org name such as InStock); see product_signals.
 A leaf may add "x-fallback": a list of such rules, tried in order when the first finds nothing.
 An array field with "x-selector" yields one item per match; its item schema's selectors are relative to it.
 Deterministic and free: no model is called. rule_problems() checks every rule of a schema before any page is
@@ -21,7 +30,11 @@ import extruct
 from lxml import html as lxml_html
 from lxml.cssselect import CSSSelector, SelectorError
 
-SOURCES = ("jsonld", "microdata", "structured")
+from runs.engine.product_signals import heuristic_product, meta_product
+
+SOURCES = ("jsonld", "microdata", "meta", "heuristic", "structured")
+# What "structured" tries, in order: the first source that has a value for the property wins.
+STRUCTURED_ORDER = ("jsonld", "microdata", "meta", "heuristic")
 _SCHEMA_ORG = re.compile(r"^https?://schema\.org/", re.IGNORECASE)
 _NUMBER = re.compile(r"-?\d[\d.,\s]*")
 
@@ -69,7 +82,7 @@ def _rule_problems(rule: dict, path: str, *, in_fallback: bool) -> dict[str, str
                 "Must be a schema.org path such as offers.price, or a non-empty list of them tried in order."
             )
         elif "x-source" not in rule:
-            problems[at("x-property")] = "Applies only with x-source (jsonld, microdata or structured)."
+            problems[at("x-property")] = f"Applies only with x-source ({', '.join(SOURCES)})."
     if in_fallback:
         if "x-selector" not in rule and "x-source" not in rule:
             problems[path] = "Each x-fallback entry needs x-selector or x-source."
@@ -229,6 +242,7 @@ class RulePage:
         self.url = url
         self._tree = None
         self._structured: dict[str, list[dict]] | None = None
+        self._signals: dict[str, list[dict]] = {}
 
     @property
     def tree(self):
@@ -239,6 +253,18 @@ class RulePage:
         return self._tree
 
     def structured(self, source: str) -> list[dict]:
+        """The schema.org items one source gives ("structured": all of them, in STRUCTURED_ORDER)."""
+        if source == "structured":
+            return [item for each in STRUCTURED_ORDER for item in self.structured(each)]
+        if source in ("jsonld", "microdata"):
+            return self._schema_org()[source]
+        if source not in self._signals:
+            found = meta_product(self.tree) if source == "meta" else heuristic_product(self.tree)
+            # The offer stands as an item of its own too, for rules whose x-type is Offer.
+            self._signals[source] = [found, found["offers"]] if "offers" in found else [found] if found else []
+        return self._signals[source]
+
+    def _schema_org(self) -> dict[str, list[dict]]:
         if self._structured is None:
             try:
                 data = extruct.extract(
@@ -250,9 +276,7 @@ class RulePage:
                 "jsonld": list(_walk_items(data.get("json-ld", []))),
                 "microdata": list(_walk_items(data.get("microdata", []))),
             }
-        if source == "structured":
-            return self._structured["jsonld"] + self._structured["microdata"]
-        return self._structured[source]
+        return self._structured
 
 
 def _select(element, selector: str) -> list:
@@ -276,14 +300,16 @@ def _structured_value(page: RulePage, name: str, schema: dict, item_type: str | 
     paths = schema.get("x-property") or name
     paths = paths if isinstance(paths, list) else [paths]
     wanted = schema.get("x-type") or item_type
-    items = page.structured(source)
-    if wanted:
-        items = [item for item in items if wanted in _types(item)]
-    for path in paths:  # fallbacks in order, e.g. ["offers.price", "offers.lowPrice"]
-        for item in items:
-            value = _plain(_lookup(item, str(path).split(".")))
-            if value not in (None, "", []):
-                return value
+    # Source by source (each read only when the ones before it lack the value), paths in order within each.
+    for each in STRUCTURED_ORDER if source == "structured" else (source,):
+        items = page.structured(each)
+        if wanted:
+            items = [item for item in items if wanted in _types(item)]
+        for path in paths:  # fallbacks in order, e.g. ["offers.price", "offers.lowPrice"]
+            for item in items:
+                value = _plain(_lookup(item, str(path).split(".")))
+                if value not in (None, "", []):
+                    return value
     return None
 
 

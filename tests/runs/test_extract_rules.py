@@ -136,6 +136,9 @@ def test_x_fallback_reads_the_attribute_when_no_structured_data_has_the_value(ap
     without_fallback = copy.deepcopy(readme_schema())
     del without_fallback["properties"]["price"]["x-fallback"]
     without_fallback["properties"]["price"]["type"] = ["number", "null"]
+    # "structured" ends with the meta source, which reads a stray itemprop too; JSON-LD alone has no price.
+    assert extracted(api, f"{shop}/fallback", without_fallback)["price"] == 12.5
+    without_fallback["properties"]["price"]["x-source"] = "jsonld"
     assert extracted(api, f"{shop}/fallback", without_fallback)["price"] is None
     assert model_that_must_not_be_called.requests == []
 

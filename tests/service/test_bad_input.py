@@ -110,7 +110,7 @@ BAD_RULES = [
     (
         {"type": "string", "x-source": "rss"},
         "x-source",
-        "Must be one of jsonld, microdata, structured, not 'rss'.",
+        "Must be one of jsonld, microdata, meta, heuristic, structured, not 'rss'.",
     ),
     (
         {"type": "string", "x-selector": "h1[[["},
@@ -122,6 +122,11 @@ BAD_RULES = [
         {"type": "number", "x-source": "jsonld", "x-property": ["offers.price", 7]},
         "x-property",
         "Must be a schema.org path such as offers.price, or a non-empty list of them tried in order.",
+    ),
+    (
+        {"type": "number", "x-selector": ".price", "x-property": "offers.price"},
+        "x-property",
+        "Applies only with x-source (jsonld, microdata, meta, heuristic, structured).",
     ),
     (
         {"type": "number", "x-source": "jsonld", "x-fallback": {"x-selector": ".price"}},
@@ -180,7 +185,7 @@ def test_a_stored_schema_with_bad_rules_cannot_be_promoted_or_replayed(api):
         spec={"kind": "extract", "url": "https://shop.test/", "schema": schema},
     )
     promoted = post(api, "/api/queries", {"name": "old", "fromRun": str(old_run.pk)})
-    message = "Must be one of jsonld, microdata, structured, not 'rss'."
+    message = "Must be one of jsonld, microdata, meta, heuristic, structured, not 'rss'."
     assert (promoted.status_code, promoted.json()) == (
         400,
         {

@@ -1,0 +1,178 @@
+"""Product fields without JSON-LD or microdata: `x-source: "meta"` (OpenGraph product tags, stray itemprop, RDFa) and
+`"heuristic"` (the price by the heading and the buy button, availability phrases, labelled identifiers), on real
+pages of shared/datasets/product-extraction and on small pages in several languages; and `structured` trying
+JSON-LD, microdata, meta and the heuristics in that order, field by field."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from lxml import html
+
+from runs.engine.extract_rules import extract_by_rules
+from runs.engine.product_signals import availability_from_text, heuristic_product, labelled_values, meta_product
+
+PAGES = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "product-extraction" / "dataset" / "html"
+
+
+def real_page(page_id: str) -> str:
+    return gzip.decompress((PAGES / f"{page_id}.html.gz").read_bytes()).decode("utf-8", "replace")
+
+
+# A shop page with no JSON-LD or microdata, its price and currency in OpenGraph product tags.
+META_ONLY = "b331d47650"
+# A shop page with no structured data and no product meta tags: only what it shows.
+SHOWN_ONLY = "4e545337e1"
+# An out-of-stock page with no structured data ("Derzeit nicht verfügbar." by the buy box).
+SHOWN_OUT_OF_STOCK = "2c036dd02f"
+
+
+def page_id(prefix: str) -> str:
+    matches = [path.name.removesuffix(".html.gz") for path in PAGES.glob(f"{prefix[:10]}*.html.gz")]
+    assert len(matches) == 1, f"one page of the dataset starts with {prefix[:10]}"
+    return matches[0]
+
+
+def product_schema(source: str) -> dict:
+    def field(path: str) -> dict:
+        return {"type": ["string", "null"], "x-source": source, "x-property": path}
+
+    return {
+        "type": "object",
+        "x-type": "Product",
+        "properties": {
+            "price": {"type": ["number", "null"], "x-source": source, "x-property": "offers.price"},
+            "currency": field("offers.priceCurrency"),
+            "availability": field("offers.availability"),
+            "sku": field("sku"),
+        },
+    }
+
+
+def test_meta_reads_the_price_of_a_page_whose_only_product_data_is_its_meta_tags():
+    page = real_page(page_id(META_ONLY))
+    assert extract_by_rules(page, product_schema("jsonld"))["price"] is None
+    assert extract_by_rules(page, product_schema("microdata"))["price"] is None
+    found = extract_by_rules(page, product_schema("meta"))
+    assert (found["price"], found["currency"]) == (49.99, "EUR")
+
+
+def test_heuristic_reads_price_availability_and_sku_from_what_the_page_shows():
+    page = real_page(page_id(SHOWN_ONLY))
+    assert extract_by_rules(page, product_schema("meta")) == {
+        "price": None,
+        "currency": None,
+        "availability": None,
+        "sku": None,
+    }
+    assert extract_by_rules(page, product_schema("heuristic")) == {
+        "price": 150.0,
+        "currency": "GBP",
+        "availability": "InStock",
+        "sku": "64981901",
+    }
+
+
+def test_heuristic_reads_out_of_stock_from_the_buy_box_of_a_german_page():
+    found = extract_by_rules(real_page(page_id(SHOWN_OUT_OF_STOCK)), product_schema("heuristic"))
+    assert found["availability"] == "OutOfStock"
+    assert found["price"] is None  # no price is shown for it, and none from elsewhere on the page is taken
+
+
+def test_structured_takes_each_field_from_the_first_source_that_has_it():
+    page = real_page(page_id(META_ONLY))
+    found = extract_by_rules(page, product_schema("structured"))
+    # The price from the meta tags; the page declares no SKU anywhere, its "Product code" label gives it.
+    assert found == {"price": 49.99, "currency": "EUR", "availability": "InStock", "sku": "12185160"}
+
+
+def test_structured_prefers_json_ld_to_meta_tags_and_the_page():
+    page = """<html><head><meta property="product:price:amount" content="12.00">
+    <script type="application/ld+json">{"@context": "https://schema.org", "@type": "Product",
+    "offers": {"@type": "Offer", "price": "10.00"}}</script></head>
+    <body><h1>Mug</h1><span class="price">£14.00</span><button>Add to basket</button><p>SKU: MUG-77</p></body></html>"""
+    found = extract_by_rules(page, product_schema("structured"))
+    # Field by field: neither JSON-LD nor the meta tags name a currency, so the page's shown one is taken.
+    assert found == {"price": 10.0, "currency": "GBP", "availability": "InStock", "sku": "MUG-77"}
+    assert extract_by_rules(page, product_schema("meta"))["price"] == 12.0
+    assert extract_by_rules(page, product_schema("heuristic"))["price"] == 14.0
+
+
+def test_meta_reads_og_tags_stray_itemprops_and_schema_org_rdfa():
+    tree = html.fromstring("""<html><head>
+    <meta property="og:title" content="Kettle">
+    <meta property="product:price:currency" content="EUR"><meta property="product:price:amount" content="19.99">
+    <meta property="product:availability" content="out of stock"><meta property="product:brand" content="Acme">
+    </head><body><span itemprop="sku">K-100</span>
+    <div itemscope itemtype="https://schema.org/Review"><span itemprop="name">Not the product</span></div>
+    <p property="schema:gtin13" content="4006381333931"></p></body></html>""")
+    assert meta_product(tree) == {
+        "@type": "Product",
+        "name": "Kettle",
+        "brand": {"@type": "Brand", "name": "Acme"},
+        "sku": "K-100",
+        "gtin13": "4006381333931",
+        "offers": {"@type": "Offer", "priceCurrency": "EUR", "price": "19.99", "availability": "OutOfStock"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "availability"),
+    [
+        ("In stock. Usually dispatched within 24 hours", "InStock"),
+        ("Currently unavailable.", "OutOfStock"),
+        ("Sofort lieferbar", "InStock"),
+        ("Derzeit nicht verfügbar", "OutOfStock"),
+        ("Artikel ist nicht auf Lager", "OutOfStock"),
+        ("Ausverkauft", "SoldOut"),
+        ("En stock, expédié sous 24h", "InStock"),
+        ("Rupture de stock", "OutOfStock"),
+        ("Disponible en tienda", "InStock"),
+        ("Producto agotado", "OutOfStock"),
+        ("Disponibilità immediata", "InStock"),
+        ("Prodotto esaurito", "OutOfStock"),
+        ("Op voorraad, morgen in huis", "InStock"),
+        ("Helaas uitverkocht", "OutOfStock"),
+        ("Em estoque", "InStock"),
+        ("Produto esgotado", "OutOfStock"),
+        ("Pre-order now", "PreOrder"),
+        ("Only 3 left in stock", "LimitedAvailability"),
+        ("Image not available for this colour", None),
+        ("Free delivery on orders over £50", None),
+    ],
+)
+def test_availability_phrases_in_several_languages(text, availability):
+    assert availability_from_text(text) == availability
+
+
+@pytest.mark.parametrize(
+    ("text", "values"),
+    [
+        ("Product code: 64981901 Cosy faux fur", {"sku": "64981901"}),
+        ("Art.-Nr. 4711-B Farbe: rot", {"sku": "4711-B"}),
+        ("Item # 12-345 ships free", {"sku": "12-345"}),
+        ("Référence : AB123 EAN : 3760123456789", {"sku": "AB123", "gtin": "3760123456789"}),
+        ("MPN: XPS-9310 UPC: 884116364315", {"mpn": "XPS-9310", "gtin": "884116364315"}),
+        ("SKU: none given, see the style guide", {}),  # a value holds a digit: words after a label are not one
+    ],
+)
+def test_labelled_identifiers(text, values):
+    assert labelled_values(text) == values
+
+
+def test_the_price_by_the_heading_wins_over_other_prices_and_a_struck_through_one():
+    tree = html.fromstring("""<html><body>
+    <nav><a href="/sale">Everything under 9,99 €</a></nav>
+    <h1>Wasserkocher Pro</h1>
+    <div><del class="price">34,99 €</del> <span class="price">29,99 €</span></div>
+    <button class="add-to-cart">In den Warenkorb</button>
+    <aside><h2>Dazu passt</h2><span class="price">4,99 €</span></aside></body></html>""")
+    offer = heuristic_product(tree)["offers"]
+    assert (offer["price"], offer["priceCurrency"], offer["availability"]) == ("29.99", "EUR", "InStock")
+
+
+def test_a_page_without_heading_or_buy_button_gets_no_price_from_the_heuristic():
+    tree = html.fromstring("<html><body><p>Gift cards from $25.00</p></body></html>")
+    assert "offers" not in heuristic_product(tree)
