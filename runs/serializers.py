@@ -15,6 +15,7 @@ from profiles.store import StateFileError, check_storage_state_file, profile_pat
 from runs.archive import describe_source, page_url, source_step
 from runs.engine.extract_rules import is_rule_schema, rule_problems
 from runs.engine.netpolicy import Refused, literal_private_host, parse_ipv4
+from runs.engine.page_type_weights import TYPES as PAGE_TYPES
 from runs.models import Batch, DeliveryAttempt, Run, Step, Webhook
 from runs.resources import network_policy, screenshot_url
 from service.kernel.errors import ServiceError
@@ -712,6 +713,10 @@ class FetchResponseSerializer(serializers.Serializer):
     )
     truncated = serializers.BooleanField(
         help_text="The page was longer than the service reads (20 MiB of HTML): the result is of its beginning."
+    )
+    pageType = serializers.ChoiceField(
+        choices=list(PAGE_TYPES),
+        help_text="What kind of page it is, as the main content was found for it (runs/engine/page_type.py).",
     )
     runId = serializers.UUIDField(required=False, help_text="With persist: true, the run that keeps it.")
 

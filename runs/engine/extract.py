@@ -153,7 +153,7 @@ def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Mode
             return replayed
     if model is None:
         raise EngineError("model_not_configured", "This schema needs a model, and no MODEL_PROVIDER is set.")
-    markdown = snapshot_markdown(loaded, recorder, main_content=True)
+    markdown = snapshot_markdown(loaded, recorder, main_content=True).markdown
     result.data = _model_answer(spec, spec.schema, loaded, markdown, recorder, model, deadline, result)
     if spec.compile:
         result.compiled = _compile(spec, loaded, result.data, recorder)
@@ -196,7 +196,7 @@ def _replay_compiled(
         if model is None:
             _record_fallback(recorder, loaded, "some fields are the model's, and no model is configured")
             return None
-        markdown = snapshot_markdown(loaded, recorder, main_content=True)
+        markdown = snapshot_markdown(loaded, recorder, main_content=True).markdown
         missing = model_only(spec.schema, fields)
         try:
             answer = _model_answer(spec, missing, loaded, markdown, recorder, model, deadline, result)

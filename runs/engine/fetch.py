@@ -14,7 +14,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from runs.engine.browser import Browser
 from runs.engine.http_fetch import http_load, is_js_shell, title_and_links
-from runs.engine.markdown import to_markdown
+from runs.engine.markdown import Converted, convert
 from runs.engine.navigation import (
     HTML_MAX_CHARS,
     LOAD_GRACE_MS,
@@ -82,7 +82,7 @@ def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser, *, convert:
             snapshot = tab.snapshot(deadline, spec.options.wait_for)
             final_url = snapshot.url
             converting = (
-                _converter().submit(_timed_markdown, snapshot.html, spec.options.main_content, final_url)
+                _converter().submit(_timed_conversion, snapshot.html, spec.options.main_content, final_url)
                 if convert and response.status < 400
                 else None
             )
@@ -135,10 +135,10 @@ def _converter() -> ThreadPoolExecutor:
         return _converters[0]
 
 
-def _timed_markdown(html: str, main_content: bool, url: str) -> tuple[str, int]:
+def _timed_conversion(html: str, main_content: bool, url: str) -> tuple[Converted, int]:
     started = time.monotonic()
-    markdown = to_markdown(html, main_content=main_content, url=url)
-    return markdown, int((time.monotonic() - started) * 1000)
+    converted = convert(html, main_content_only=main_content, url=url)
+    return converted, int((time.monotonic() - started) * 1000)
 
 
 def load(
@@ -193,17 +193,21 @@ def load_archived(copy: PageCopy, recorder: Recorder, *, source: str) -> LoadedP
     )
 
 
-def snapshot_markdown(loaded: LoadedPage, recorder: Recorder, *, main_content: bool) -> str:
+def snapshot_markdown(loaded: LoadedPage, recorder: Recorder, *, main_content: bool) -> Converted:
     """Convert the loaded page to Markdown (or take the conversion load_page started) and record it as the snapshot
-    step's (complete) observation; the step's duration is the conversion's."""
+    step's (complete) observation; the step's duration is the conversion's. With the page's type."""
     if loaded.markdown is not None:
-        markdown, duration_ms = loaded.markdown.result()
+        converted, duration_ms = loaded.markdown.result()
     else:
-        markdown, duration_ms = _timed_markdown(loaded.html, main_content, loaded.final_url)
+        converted, duration_ms = _timed_conversion(loaded.html, main_content, loaded.final_url)
     recorder.step(
-        action="snapshot", url=loaded.final_url, observation=markdown, screenshot=None, duration_ms=duration_ms
+        action="snapshot",
+        url=loaded.final_url,
+        observation=converted.markdown,
+        screenshot=None,
+        duration_ms=duration_ms,
     )
-    return markdown
+    return converted
 
 
 def fetch(
@@ -215,15 +219,16 @@ def fetch(
 ) -> FetchResult:
     """Load spec.url and convert it to Markdown, recording a navigate and a snapshot step."""
     loaded = load(spec, recorder, browser, in_browser_thread=in_browser_thread, convert=True)
-    markdown = snapshot_markdown(loaded, recorder, main_content=spec.options.main_content)
+    converted = snapshot_markdown(loaded, recorder, main_content=spec.options.main_content)
     return FetchResult(
         url=loaded.url,
         final_url=loaded.final_url,
         status=loaded.status,
         title=loaded.title,
-        markdown=markdown,
+        markdown=converted.markdown,
         links=loaded.links,
         render=loaded.render,
         load_state=loaded.load_state,
         truncated=loaded.truncated,
+        page_type=converted.page_type,
     )

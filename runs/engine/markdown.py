@@ -1,20 +1,57 @@
-"""HTML -> Markdown.
+"""HTML -> Markdown, with the page's type.
 
-Main content is found by trafilatura (its HTML output keeps headings, lists, tables and links) and converted
-by markdownify. Measured on shared/datasets/article-extraction (tests/bench/bench_markdown.py): this pairing
-scored a mean shingle F1 of 0.957, against 0.947 for trafilatura's own Markdown output.
+Main content depends on what kind of page it is (runs/engine/page_type.py). Two candidates are weighed:
+- trafilatura's extraction (its HTML output keeps headings, lists, tables and links; converted by markdownify), in its
+  default mode or favouring recall. On articles this is the state of the art (Zyte article set, mean shingle F1
+  0.957 against 0.947 for trafilatura's own Markdown output);
+- the page's main region: its <main> element (or the body) without navigation, header, footer, forms, dialogs,
+  hidden elements and blocks named as boilerplate (menus, filters, breadcrumbs, cookie banners, newsletter boxes...).
+  This keeps what trafilatura drops on pages made of many small blocks: the cards of a listing or a collection,
+  every section of a service page.
+STRATEGIES says, per type, which mode of trafilatura is used and how short its text may be against the main
+region's before the region is taken instead (0: never). Tuned on half of the WCXB development split, reported on the
+other half (tests/bench/markdown_quality.py --dataset wcxb-dev).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 import trafilatura
+from lxml import etree
 from lxml import html as lxml_html
 from markdownify import markdownify
 
+from runs.engine.page_type import page_type
+
 _BLANK_LINES = re.compile(r"\n{3,}")
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe")
+_NOT_CONTENT = (*_DROPPED_TAGS, "nav", "header", "footer", "aside", "form", "button", "select", "dialog")
+_BOILERPLATE = re.compile(
+    r"(?:^|[\s_-])(?:nav|navbar|menu|footer|header|sidebar|side-bar|breadcrumbs?|filters?|facets?|cookie|consent|"
+    r"newsletter|social|share|sharing|modal|popup|banner|promo|related|recommend|skip|masthead|subscribe|signup|"
+    r"login|search|toolbar|pagination|pager|ads?|advert|sponsor)(?:$|[\s_-])",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"\w+")
+
+# Page type -> (trafilatura's mode, how short its text may be against the main region's before the region is taken).
+STRATEGIES = {
+    "article": ("default", 0.0),
+    "collection": ("default", 0.7),
+    "documentation": ("recall", 0.6),
+    "forum": ("default", 0.0),
+    "listing": ("default", 0.9),
+    "product": ("default", 0.2),
+    "service": ("default", 0.8),
+}
+
+
+@dataclass(frozen=True)
+class Converted:
+    markdown: str
+    page_type: str
 
 
 def _convert(fragment: str) -> str:
@@ -22,30 +59,93 @@ def _convert(fragment: str) -> str:
     return _BLANK_LINES.sub("\n\n", markdown).strip() + "\n"
 
 
-def whole_page_markdown(page_html: str, url: str | None = None) -> str:
-    """The whole body as Markdown, without scripts, styles and other non-content elements; links made absolute."""
+def _parse(page_html: str):
     try:
-        tree = lxml_html.fromstring(page_html)
-    except (ValueError, lxml_html.etree.ParserError):
-        return ""
+        return lxml_html.fromstring(page_html or "<html></html>")
+    except (ValueError, etree.ParserError):
+        return None
+
+
+def _whole_page(tree, url: str | None) -> str:
     if url:
         tree.make_links_absolute(url, resolve_base_href=True, handle_failures="ignore")
     for element in tree.iter(*_DROPPED_TAGS):
         element.drop_tree()
     body = tree.find("body")
-    root = body if body is not None else tree
-    return _convert(lxml_html.tostring(root, encoding="unicode"))
+    return _convert(lxml_html.tostring(body if body is not None else tree, encoding="unicode"))
 
 
-def main_content_markdown(page_html: str, url: str | None = None) -> str:
-    """Only the main content (article body); falls back to the whole page when none is found."""
+def whole_page_markdown(page_html: str, url: str | None = None) -> str:
+    """The whole body as Markdown, without scripts, styles and other non-content elements; links made absolute."""
+    tree = _parse(page_html)
+    return "" if tree is None else _whole_page(tree, url)
+
+
+def _hidden(element) -> bool:
+    style = (element.get("style") or "").replace(" ", "").lower()
+    return element.get("aria-hidden") == "true" or element.get("hidden") is not None or "display:none" in style
+
+
+def main_region(tree):
+    """The page's main region, cut out of tree (which it changes): <main> or role=main (the one with most text),
+    else the body, without the elements that are not content."""
+    mains = tree.xpath("//main|//*[@role='main']")
+    body = tree.find("body")
+    root = max(mains, key=lambda element: len(element.text_content())) if mains else body if body is not None else tree
+    for element in list(root.iter(*_NOT_CONTENT)):
+        if element is not root:
+            element.drop_tree()
+    total = len(root.text_content())
+    for element in list(root.iter()):
+        if element is root or not isinstance(element.tag, str) or element.getparent() is None:
+            continue
+        named = " ".join(filter(None, (element.get("class"), element.get("id"), element.get("role"))))
+        if _hidden(element) or (named and _BOILERPLATE.search(named) and len(element.text_content()) < total / 2):
+            element.drop_tree()
+    return root
+
+
+def _words(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def main_content(page_html: str, url: str | None = None) -> Converted:
+    """The main content as Markdown and the page's type; the whole page when nothing is found."""
+    tree = _parse(page_html)
+    if tree is None:
+        return Converted("", "article")
+    kind = page_type(tree=tree, url=url)
+    mode, shortest = STRATEGIES[kind]
     fragment = trafilatura.extract(
-        page_html, url=url, output_format="html", include_links=True, include_tables=True, include_images=False
+        page_html,
+        url=url,
+        output_format="html",
+        include_links=True,
+        include_tables=True,
+        include_images=False,
+        favor_recall=mode == "recall",
     )
-    if not fragment:
-        return whole_page_markdown(page_html, url)
-    return _convert(fragment)
+    extracted = _words(lxml_html.fromstring(fragment).text_content()) if fragment else 0
+    if extracted and not shortest:
+        return Converted(_convert(fragment), kind)
+    if url:
+        tree.make_links_absolute(url, resolve_base_href=True, handle_failures="ignore")
+    region = main_region(tree)
+    if extracted and extracted >= shortest * _words(region.text_content()):
+        return Converted(_convert(fragment), kind)
+    markdown = _convert(lxml_html.tostring(region, encoding="unicode"))
+    return Converted(markdown if markdown.strip() else whole_page_markdown(page_html, url), kind)
+
+
+def convert(page_html: str, *, main_content_only: bool, url: str | None = None) -> Converted:
+    if main_content_only:
+        return main_content(page_html, url)
+    tree = _parse(page_html)
+    if tree is None:
+        return Converted("", "article")
+    kind = page_type(tree=tree, url=url)
+    return Converted(_whole_page(tree, url), kind)
 
 
 def to_markdown(page_html: str, *, main_content: bool, url: str | None = None) -> str:
-    return main_content_markdown(page_html, url) if main_content else whole_page_markdown(page_html, url)
+    return convert(page_html, main_content_only=main_content, url=url).markdown

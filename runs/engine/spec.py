@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from runs.engine.netpolicy import NetworkPolicy, Refused
+
+if TYPE_CHECKING:
+    from runs.engine.markdown import Converted
 
 
 class EngineError(Exception):
@@ -118,8 +121,9 @@ class LoadedPage:
     render: str = "browser"
     load_state: str = "load"
     truncated: bool = False  # the page was longer than the engine reads (its beginning is here)
-    # The Markdown being converted while the browser finishes (screenshot, closing): (markdown, milliseconds).
-    markdown: Future[tuple[str, int]] | None = field(default=None, compare=False, repr=False)
+    # The Markdown being converted while the browser finishes (screenshot, closing): (Markdown and page type,
+    # milliseconds).
+    markdown: Future[tuple[Converted, int]] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -133,6 +137,7 @@ class FetchResult:
     render: str = "browser"
     load_state: str = "load"
     truncated: bool = False
+    page_type: str = "article"
 
     def to_dict(self) -> dict:
         return {
@@ -145,6 +150,7 @@ class FetchResult:
             "render": self.render,
             "loadState": self.load_state,
             "truncated": self.truncated,
+            "pageType": self.page_type,
         }
 
 

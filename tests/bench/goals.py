@@ -61,6 +61,13 @@ GOALS: dict[str, dict[str, Goal | None]] = {
         "precision": None,
         "recall": None,
         "conversion p50 ms/page": None,
+        "wcxb-dev F1 overall, ours": at_least(0.87, "issue 23"),
+        **{
+            f"wcxb-dev F1 {kind}, ours": at_least(0.75, "issue 23: no page type below")
+            for kind in ("collection", "documentation", "forum", "listing", "product", "service")
+        },
+        "wcxb-dev F1 article, ours": at_least(0.934, "issue 23: not below today's, 0.934 before page types"),
+        "wcxb-dev conversion p50 ms/page": at_most(60, "issue 23"),
     },
     "compiled_replay": {
         **{

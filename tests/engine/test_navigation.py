@@ -321,6 +321,7 @@ def test_sync_fetch_api_reads_a_page_whose_load_never_comes(api, pages):
         "render": "browser",
         "loadState": "domcontentloaded",
         "truncated": False,
+        "pageType": "article",
     }
 
 

@@ -105,10 +105,12 @@ def test_a_line_per_step_and_a_spinner_on_a_terminal(data_dir, site):
     run = json.loads(manage(data_dir, "runs", "show", run_id, "--json").stdout)
     assert run["status"] == "succeeded" and run["steps"]
     assert lines[:2] == [f"run {run_id}: fetch {url}", f"run {run_id} started, attempt 1"]
-    # Then exactly one line per step of the stored trace, in order, and nothing else (no log records).
-    assert [line.split()[:3] for line in lines[2:]] == [
+    # Then exactly one line per step of the stored trace, in order, the page's type, and nothing else (no log
+    # records).
+    assert [line.split()[:3] for line in lines[2:-1]] == [
         [f"#{step['index']}", step["action"], step["url"]] for step in run["steps"]
     ]
+    assert lines[-1] == f"page type: {run['result']['pageType']}" == "page type: article"
 
 
 def test_nothing_on_standard_error_when_it_is_not_a_terminal(data_dir, site):

@@ -42,6 +42,7 @@ def test_render_http_gives_the_page_without_a_browser(api, site):
         "render": "http",
         "loadState": "load",  # the whole response was read
         "truncated": False,
+        "pageType": "article",
     }
     assert Run.objects.count() == 0  # not kept unless persist is true
 

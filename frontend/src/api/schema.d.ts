@@ -727,6 +727,8 @@ export interface components {
       loadState: components["schemas"]["LoadStateEnum"];
       /** @description The page was longer than the service reads (20 MiB of HTML): the result is of its beginning. */
       truncated: boolean;
+      /** @description What kind of page it is, as the main content was found for it (runs/engine/page_type.py). */
+      pageType: components["schemas"]["PageTypeEnum"];
       /**
        * Format: uuid
        * @description With persist: true, the run that keeps it.
@@ -823,6 +825,8 @@ export interface components {
         [key: string]: unknown;
       };
     };
+    /** @enum {string} */
+    PageTypeEnum: "article" | "collection" | "documentation" | "forum" | "listing" | "product" | "service";
     PaginatedRunListItemList: {
       /**
        * Format: uri

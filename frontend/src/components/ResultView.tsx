@@ -24,6 +24,12 @@ export function ResultView({ kind, result }: { kind: RunKind; result: unknown })
             <dt>Final URL</dt>
             <dd className="break">{result.finalUrl}</dd>
           </div>
+          {result.pageType && (
+            <div>
+              <dt>Page type</dt>
+              <dd title="What kind of page it is; the main content was found for that kind">{result.pageType}</dd>
+            </div>
+          )}
           {result.render && (
             <div>
               <dt>Rendered with</dt>

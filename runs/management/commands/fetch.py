@@ -53,6 +53,8 @@ class Command(RunCommand):
         if run is None:
             return
         markdown = run.result["markdown"]
+        if run.result.get("pageType"):
+            self.follower.say(f"page type: {run.result['pageType']}")
         if out:
             try:
                 Path(out).expanduser().write_text(markdown, encoding="utf-8")

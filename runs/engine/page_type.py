@@ -1,0 +1,136 @@
+"""What kind of page this is: article, forum, product, collection, listing, documentation or service.
+
+A multinomial logistic regression over signals of the page read in one pass of its tree: the schema.org types it
+declares (JSON-LD, microdata, og:type), words of its URL path, and counts of its structure (headings, paragraphs,
+code blocks, add-to-cart controls, prices, repeated posts or cards, link density). The weights (page_type_weights.py)
+were trained on the WCXB development split by tests/bench/train_page_type.py; a prediction takes well under a
+millisecond after the parse.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from urllib.parse import urlsplit
+
+from lxml import etree
+from lxml import html as lxml_html
+
+from runs.engine.page_type_weights import BIAS, TYPES, WEIGHTS
+
+__all__ = ["TYPES", "features", "page_type", "scores"]
+
+_SKIPPED = {"script", "style", "noscript", "template", "svg", "head"}
+_JSONLD_TYPE = re.compile(r'"@type"\s*:\s*(\[[^\]]*\]|"[^"]*")')
+_PRICE = re.compile(r"(?:[$€£¥₹]\s?\d|\d(?:[.,]\d{2})?\s?(?:€|EUR|USD|GBP|kr|zł|CHF)\b)")
+_CART = re.compile(r"add to (?:cart|bag|basket)|in den warenkorb|ajouter au panier|añadir al carrito|buy now", re.I)
+_URL_WORDS = {
+    "url_forum": r"forum|thread|topic|discussion|community|/t/|questions?/|/r/|board|showthread|viewtopic|comments",
+    "url_docs": r"docs?/|documentation|/api/|reference|manual|guide|/learn/|readthedocs|/wiki/|tutorial|/help/",
+    "url_product": r"/products?/|/p/|/dp/|/item/|/itm/|/sku/|\.html?$|/buy/",
+    "url_collection": r"collections?/|categor|/c/|/shop/|/browse/|/store/|/department|/catalog",
+    "url_listing": r"/blog/?$|/news/?$|/tags?/|/archive|/search|/list|/page/\d|/latest|/recent|/events/?$|/jobs",
+    "url_service": r"services?|/about|/pricing|/contact|/solutions?|/features|/plans|/company|/careers|/team",
+    "url_article": r"/20\d\d/|/\d{4}/\d\d/|/blog/.+|/news/.+|/articles?/|/story/|/posts?/",
+}
+_URL_PATTERNS = {name: re.compile(pattern, re.I) for name, pattern in _URL_WORDS.items()}
+_SCHEMA_GROUPS = {
+    "ld_article": {"article", "newsarticle", "blogposting", "report", "scholarlyarticle", "reportagenewsarticle"},
+    "ld_product": {"product", "productgroup", "offer", "individualproduct"},
+    "ld_list": {"itemlist", "collectionpage", "searchresultspage", "offercatalog", "listitem"},
+    "ld_forum": {"discussionforumposting", "qapage", "question", "answer", "comment", "socialmediaposting"},
+    "ld_docs": {"techarticle", "apireference", "howto", "softwaresourcecode", "softwareapplication"},
+    "ld_service": {"service", "localbusiness", "professionalservice", "organization", "corporation", "faqpage"},
+}
+_CLASS_WORDS = {
+    "cls_post": re.compile(r"\b(?:post|reply|replies|message|thread|topic|comment)s?\b", re.I),
+    "cls_author": re.compile(r"\b(?:author|avatar|user(?:name)?|username|member|byline)\b", re.I),
+    "cls_product": re.compile(r"\b(?:product|price|cart|sku|variant|swatch)\w*", re.I),
+    "cls_card": re.compile(r"\b(?:card|tile|grid|teaser|item|result)s?\b", re.I),
+    "cls_docs": re.compile(r"\b(?:toc|sidebar|highlight|admonition|docs?|api|signature|param)\w*", re.I),
+    "cls_filter": re.compile(r"\b(?:filters?|facets?|sort|refine|pagination)\b", re.I),
+}
+_COUNTED_TAGS = ("article", "time", "pre", "code", "h1", "h2", "h3", "p", "li", "table", "form", "input", "img", "a")
+
+
+def features(page_html: str | None = None, url: str | None = None, *, tree=None) -> dict[str, float]:
+    """The classifier's inputs, by name (all finite numbers: flags, log counts and ratios)."""
+    if tree is None:
+        try:
+            tree = lxml_html.fromstring(page_html or "<html></html>")
+        except (ValueError, etree.ParserError):
+            tree = lxml_html.fromstring("<html></html>")
+    found: dict[str, float] = {}
+    tags: Counter[str] = Counter()
+    classes: Counter[str] = Counter()
+    schema_types: set[str] = set()
+    text_chars = link_chars = paragraph_chars = 0
+    for element in tree.iter():
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if tag == "script" and (element.get("type") or "").lower() == "application/ld+json":
+            for match in _JSONLD_TYPE.findall(element.text or ""):
+                try:
+                    named = json.loads(match)
+                except ValueError:
+                    continue
+                schema_types.update(str(name).lower() for name in (named if isinstance(named, list) else [named]))
+            continue
+        itemtype = element.get("itemtype")
+        if itemtype:
+            schema_types.update(part.rsplit("/", 1)[-1].lower() for part in itemtype.split())
+        if tag == "meta" and element.get("property") == "og:type":
+            found[f"og_{(element.get('content') or '').split('.')[0].strip().lower()}"] = 1.0
+        tags[tag] += 1
+        attributes = f"{element.get('class') or ''} {element.get('id') or ''}"
+        if attributes.strip():
+            for name, pattern in _CLASS_WORDS.items():
+                if pattern.search(attributes):
+                    classes[name] += 1
+        if tag in _SKIPPED:
+            continue
+        own = len((element.text or "").strip())
+        text_chars += own
+        if tag == "a":
+            link_chars += own
+        elif tag == "p":
+            paragraph_chars += len(element.text_content())
+    body_text = " ".join(tree.xpath("//body//text()[not(ancestor::script) and not(ancestor::style)]"))
+    for name, group in _SCHEMA_GROUPS.items():
+        found[name] = 1.0 if schema_types & group else 0.0
+    path = urlsplit(url or "").path or "/"
+    for name, pattern in _URL_PATTERNS.items():
+        found[name] = 1.0 if pattern.search(path) else 0.0
+    found["url_root"] = 1.0 if path.strip("/") == "" else 0.0
+    found["url_depth"] = min(len([part for part in path.split("/") if part]), 6) / 6
+    for tag in _COUNTED_TAGS:
+        found[f"n_{tag}"] = math.log1p(tags[tag])
+    for name in _CLASS_WORDS:
+        found[name] = math.log1p(classes[name])
+    prices = len(_PRICE.findall(body_text))
+    found["n_price"] = math.log1p(prices)
+    found["n_cart"] = math.log1p(len(_CART.findall(body_text)))
+    found["one_cart"] = 1.0 if len(_CART.findall(body_text)) in (1, 2) else 0.0
+    found["text"] = math.log1p(len(body_text)) / 12
+    found["link_density"] = link_chars / text_chars if text_chars else 0.0
+    found["paragraph_share"] = min(1.0, paragraph_chars / text_chars) if text_chars else 0.0
+    found["bias"] = 1.0
+    return found
+
+
+def scores(found: dict[str, float]) -> dict[str, float]:
+    """Probability of each type."""
+    logits = {
+        kind: BIAS[kind] + sum(weight * found.get(name, 0.0) for name, weight in WEIGHTS[kind].items())
+        for kind in TYPES
+    }
+    top = max(logits.values())
+    exp = {kind: math.exp(value - top) for kind, value in logits.items()}
+    total = sum(exp.values())
+    return {kind: value / total for kind, value in exp.items()}
+
+
+def page_type(page_html: str | None = None, url: str | None = None, *, tree=None) -> str:
+    probabilities = scores(features(page_html, url, tree=tree))
+    return max(probabilities, key=probabilities.get)
