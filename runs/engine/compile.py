@@ -1,9 +1,9 @@
 """Compile a model's answer into extraction rules: for each leaf of the answer, find its value in the page the model
 read (JSON-LD and microdata first, then the elements' text and attributes, numbers and currencies read as the rules
-read them) and derive the most robust rule that gives it back: a schema.org property, or a CSS selector anchored on
-what lasts (ids, itemprop, data- attributes, classes that are words) before positions. An array compiles as one
-item selector with fields relative to it. A value found in several unrelated places is left to the model unless one
-place names the field.
+read them, then the page's meta tags) and derive the most robust rule that gives it back: a schema.org property, a
+CSS selector anchored on what lasts (ids, itemprop, data- attributes, classes that are words) before positions, or
+a meta property. An array compiles as one item selector with fields relative to it. A value found in several
+unrelated places is left to the model unless one place names the field.
 
 Every rule is verified: applied by the rule engine (runs/engine/extract_rules.py) to the same page it must give the
 model's value back (whitespace collapsed, numbers compared as numbers). What does not verify stays with the model.
@@ -245,10 +245,11 @@ def _site_choices(sites: list[tuple[Any, str | None]], name: str) -> list[tuple[
 # Compiling leaves
 
 
-def _structured_rules(index: PageIndex, name: str, schema: dict, value: Any) -> list[dict]:
-    """x-source rules whose property holds the value, the one named like the field first."""
+def _structured_rules(index: PageIndex, name: str, schema: dict, value: Any, sources: tuple[str, ...]) -> list[dict]:
+    """x-source rules whose property holds the value, the one named like the field first. Not "heuristic": what it
+    reads is a guess about the page's layout, and a compiled rule must be what the page declares or a selector."""
     found = []
-    for source in ("jsonld", "microdata"):
+    for source in sources:
         for item in structured_items(index.page, source):
             kinds = item_types(item)
             for path, raw in _properties(item):
@@ -294,8 +295,9 @@ def _verified(index: PageIndex, name: str, schema: dict, rule: dict, value: Any)
 
 
 def compile_scalar(index: PageIndex, name: str, schema: dict, value: Any) -> dict | None:
-    """The most robust rule that gives this leaf's value back on this page, or None."""
-    for rule in _structured_rules(index, name, schema, value):
+    """The most robust rule that gives this leaf's value back on this page, or None: schema.org data, then a
+    selector, then the page's meta tags (a selector names the element itself; meta reads any tag of the property)."""
+    for rule in _structured_rules(index, name, schema, value, ("jsonld", "microdata")):
         if _verified(index, name, schema, rule, value):
             return rule
     for element, attribute in _site_choices(index.sites(value, schema), name):
@@ -306,6 +308,9 @@ def compile_scalar(index: PageIndex, name: str, schema: dict, value: Any) -> dic
             rule = {"x-selector": selector, **({"x-attr": attribute} if attribute else {})}
             if _verified(index, name, schema, rule, value):
                 return rule
+    for rule in _structured_rules(index, name, schema, value, ("meta",)):
+        if _verified(index, name, schema, rule, value):
+            return rule
     return None
 
 
@@ -314,7 +319,7 @@ def compile_array(index: PageIndex, name: str, schema: dict, values: list) -> di
     relative to each item (objects)."""
     items = schema.get("items") if isinstance(schema.get("items"), dict) else {}
     if all(not isinstance(v, (dict, list)) for v in values):
-        for rule in _structured_rules(index, name, schema, values):
+        for rule in _structured_rules(index, name, schema, values, ("jsonld", "microdata")):
             if _verified(index, name, schema, rule, values):
                 return rule
         first = [element for element, attribute in index.sites(values[0], items) if attribute is None]

@@ -88,3 +88,20 @@ def test_an_answer_the_page_does_not_hold_is_never_given_a_rule():
     compiled = compile_answer(page, None, schema, {"name": "Electric kettle", "price": 21.0})  # not what it says
     assert compiled.fields == {"name": "model", "price": "model"}
     assert compiled.rule_count == 0
+
+
+PRICE_IN_META = """<html><head><meta property="product:price:amount" content="49.99">
+<meta property="product:price:currency" content="EUR"></head><body>
+<h1>Lamp</h1><div class="a"><span>49.99</span></div><div class="b"><span>49.99</span></div>
+</body></html>"""
+
+
+def test_a_value_the_page_declares_in_its_meta_tags_compiles_to_a_meta_rule():
+    """The visible price stands in two unrelated places (no selector can be chosen); the product meta tag says it."""
+    schema = {"type": "object", "properties": {"price": {"type": "number"}}}
+    compiled = compile_answer(PRICE_IN_META, None, schema, {"price": 49.99})
+    assert compiled.fields == {"price": "rule"}
+    rule = compiled.schema["properties"]["price"]
+    assert rule["x-source"] == "meta" and rule["x-property"] in ("price", "offers.price")
+    moved = PRICE_IN_META.replace('content="49.99"', 'content="12.50"')  # the next product's page
+    assert extract_by_rules(moved, compiled.schema)["price"] == 12.5
