@@ -29,11 +29,12 @@ from pathlib import Path
 
 from runs.engine.compile import RULE, compile_answer, same
 from tests.bench.goals import Result, print_table, rows
+from tests.datasets import DATASETS
 from tests.fake_models import GroundTruthOpenAI
 from tests.live import LiveService
 from tests.shop import INSTRUCTION, SCHEMA, TEMPLATES, Shop, product
 
-DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "product-extraction" / "dataset"
+DATASET = DATASETS / "product-extraction" / "dataset"
 DATASET_FIELDS = ("price", "sku", "availability", "brand", "gtin")
 
 

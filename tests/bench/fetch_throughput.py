@@ -42,10 +42,11 @@ from pathlib import Path
 
 from tests.bench.goals import Result, print_table, rows
 from tests.bench.markdown_quality import plain_text, score
+from tests.datasets import DATASETS
 from tests.live import LiveService
 from tests.site import TestSite
 
-ARTICLES = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "article-extraction" / "html"
+ARTICLES = DATASETS / "article-extraction" / "html"
 WORKERS = 2  # the service's default; the plain script runs as many pages at a time
 PAGE_TIMEOUT_MS = 60_000  # the service's default timeoutMs, for the plain script's goto
 # This machine has no internet, and Chromium's own resolver takes ~4 s per page to give up on the third-party names of

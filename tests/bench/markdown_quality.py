@@ -22,14 +22,13 @@ import re
 import statistics
 import time
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import trafilatura
 
 from runs.engine.markdown import main_content, to_markdown
 from tests.bench.goals import Result, print_table, rows
+from tests.datasets import DATASETS
 
-DATASETS = Path(__file__).resolve().parents[2].parent / "shared" / "datasets"
 DATASET = DATASETS / "article-extraction"
 WCXB = DATASETS / "wcxb-dev"
 

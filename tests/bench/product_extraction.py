@@ -33,15 +33,15 @@ import statistics
 import time
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
-from pathlib import Path
 from typing import Any
 
 import extruct
 
 from runs.engine.extract_rules import extract_by_rules
 from tests.bench.goals import Result, print_table, rows
+from tests.datasets import DATASETS
 
-DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "product-extraction" / "dataset"
+DATASET = DATASETS / "product-extraction" / "dataset"
 ATTRIBUTES = ("price", "sku", "availability")
 PUBLISHED_EXTRUCT = {"price": 0.685, "sku": 0.537, "availability": 0.626}
 

@@ -21,8 +21,9 @@ from collections import Counter
 from pathlib import Path
 
 from runs.engine import page_type
+from tests.datasets import DATASETS
 
-DATASET = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "wcxb-dev"
+DATASET = DATASETS / "wcxb-dev"
 WEIGHTS_FILE = Path(page_type.__file__).with_name("page_type_weights.py")
 
 

@@ -14,15 +14,15 @@ import gzip
 import json
 import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from runs.engine.markdown import convert, main_content
 from runs.engine.page_type import page_type
 from tests.bench.markdown_quality import plain_text
+from tests.datasets import DATASETS
 
-WCXB = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "wcxb-dev"
+WCXB = DATASETS / "wcxb-dev"
 ONE_PER_TYPE = {
     "0001": "article",
     "0658": "collection",

@@ -6,15 +6,15 @@ JSON-LD, microdata, meta and the heuristics in that order, field by field."""
 from __future__ import annotations
 
 import gzip
-from pathlib import Path
 
 import pytest
 from lxml import html
 
 from runs.engine.extract_rules import extract_by_rules
 from runs.engine.product_signals import availability_from_text, heuristic_product, labelled_values, meta_product
+from tests.datasets import DATASETS
 
-PAGES = Path(__file__).resolve().parents[2].parent / "shared" / "datasets" / "product-extraction" / "dataset" / "html"
+PAGES = DATASETS / "product-extraction" / "dataset" / "html"
 
 
 def real_page(page_id: str) -> str:
