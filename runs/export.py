@@ -33,7 +33,7 @@ CHUNK_CHARS = 64 * 1024
 # the whole export, which defeats streaming; GET /api/runs/:id has it. The JSON fields are read as the text
 # the database holds and written as they are: decoding and re-encoding them took some 40% longer.
 JSON_OBJECT = (
-    '{"id":"%s","kind":%s,"status":%s,"url":%s,"spec":%s,"query":%s,"batch":%s,"attempts":%d,'
+    '{"id":"%s","kind":%s,"status":%s,"url":%s,"spec":%s,"query":%s,"batch":%s,"parent":%s,"attempts":%d,'
     '"result":%s,"error":%s,"drift":%s,"usage":%s,"extractedBy":%s,"createdAt":%s,"startedAt":%s,"finishedAt":%s}'
 )
 JSON_FIELDS = (
@@ -44,6 +44,7 @@ JSON_FIELDS = (
     Cast("spec", TextField()),
     "query",
     "batch_id",
+    "parent_id",
     "attempts",
     Cast("result", TextField()),
     Cast("error", TextField()),
@@ -105,7 +106,9 @@ def _batched(pieces: Iterable[str]) -> Iterator[list[str]]:
 
 def json_object(row: tuple, zone: tzinfo) -> str:
     """One run as JSON, from a row of JSON_FIELDS and TIMESTAMPS."""
-    id_, kind, status, url, spec, query, batch, attempts, result, error, drift, usage, extracted_by, *times = row
+    id_, kind, status, url, spec, query, batch, parent, attempts, result, error, drift, usage, extracted_by, *times = (
+        row
+    )
     created, started, finished = times
     return JSON_OBJECT % (
         id_,
@@ -115,6 +118,7 @@ def json_object(row: tuple, zone: tzinfo) -> str:
         spec or "null",
         "null" if query is None else json_string(query),
         f'"{batch}"' if batch else "null",
+        f'"{parent}"' if parent else "null",
         attempts,
         result or "null",
         error or "null",

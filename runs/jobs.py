@@ -16,6 +16,7 @@ from django.utils import timezone
 from profiles.credentials import CredentialNotFound, CredentialStore
 from profiles.store import ProfileExists, ProfileStore
 from runs import archive, queue, services, signals
+from runs.crawl import run_crawl
 from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.browser import Browser, process_browser
 from runs.engine.compile import Compiled
@@ -148,6 +149,8 @@ def archived_source(spec: dict) -> dict:
 
 
 def _execute(run: Run, recorder: RunRecorder) -> Outcome:
+    if run.kind == Run.Kind.CRAWL:
+        return Outcome(run_crawl(run, recorder, execute_run))
     if run.kind == Run.Kind.FETCH:
         return Outcome(fetch(page_spec(run.spec, run=True), recorder, worker_browser()).to_dict())
     if run.kind == Run.Kind.EXTRACT:

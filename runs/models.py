@@ -37,6 +37,7 @@ SUMMARY_COLUMNS = (
     "spec",
     "query",
     "batch_id",
+    "parent_id",
     "attempts",
     "error",
     "drift",
@@ -75,6 +76,7 @@ class RunQuerySet(models.QuerySet):
         status: str | None = None,
         query: str | None = None,
         batch: str | None = None,
+        parent: str | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> RunQuerySet:
@@ -90,6 +92,8 @@ class RunQuerySet(models.QuerySet):
             runs = runs.filter(query=query)
         if batch:
             runs = runs.filter(batch_id=batch)
+        if parent:
+            runs = runs.filter(parent_id=parent)
         if since:
             runs = runs.filter(created_at__gte=since)
         if until:
@@ -139,6 +143,7 @@ class Run(models.Model):
         FETCH = "fetch"
         EXTRACT = "extract"
         AGENT = "agent"
+        CRAWL = "crawl"
 
     class Status(models.TextChoices):
         QUEUED = "queued"
@@ -165,6 +170,8 @@ class Run(models.Model):
     # A replay's query was created then: replays of an earlier query of the same name are not compared with it.
     query_since = models.DateTimeField(null=True, blank=True)
     batch = models.ForeignKey(Batch, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    # A crawl's pages: each a run of its own (fetch), made by the crawl run.
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="pages")
     attempts = models.PositiveIntegerField(default=0)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=128, blank=True, default="")
@@ -432,3 +439,12 @@ class DeliveryAttempt(models.Model):
     class Meta:
         ordering = ["-at"]
         indexes = [models.Index(fields=["webhook", "-at"])]
+
+
+class CrawlFrontier(models.Model):
+    """A crawl run's frontier (runs/engine/crawl_rules.py Frontier.snapshot()), written after every page: a crawl
+    taken over after its worker died goes on from it, and fetches no page twice."""
+
+    run = models.OneToOneField(Run, primary_key=True, on_delete=models.CASCADE, related_name="frontier")
+    state = models.JSONField()
+    updated_at = models.DateTimeField(auto_now=True)

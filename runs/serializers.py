@@ -191,7 +191,44 @@ KIND_FIELDS = {
     "fetch": set(),
     "extract": {"schema", "instruction", "source", "compiled", "compile"},
     "agent": {"goal", "cred", "saveProfile", "overwriteProfile"},
+    "crawl": {"crawl"},
 }
+
+
+class CrawlOptionsSerializer(StrictSerializer):
+    """Crawl runs: which pages, how many, how politely. Each page becomes a fetch run of its own (`parent`)."""
+
+    maxPages = serializers.IntegerField(min_value=1, max_value=10_000, default=100, help_text="Pages fetched at most.")
+    maxDepth = serializers.IntegerField(min_value=0, max_value=50, default=3, help_text="Links away from url.")
+    include = serializers.ListField(
+        child=serializers.CharField(max_length=500),
+        max_length=50,
+        default=list,
+        help_text="Globs over the path (and ?query) a page must match, e.g. /docs/**; none: every page in scope.",
+    )
+    exclude = serializers.ListField(
+        child=serializers.CharField(max_length=500),
+        max_length=50,
+        default=list,
+        help_text="Globs over the path (and ?query) of pages never fetched, e.g. **/print/**.",
+    )
+    scope = serializers.ChoiceField(
+        choices=["host", "domain", "path"],
+        default="host",
+        help_text="host: url's host; domain: its last two labels and their subdomains; path: url's host under its "
+        "path.",
+    )
+    sitemap = serializers.ChoiceField(
+        choices=["auto", "only", "off"],
+        default="auto",
+        help_text="auto: also the pages of /sitemap.xml and robots.txt's sitemaps; only: those pages and url (links "
+        "not followed); off.",
+    )
+    respectRobots = serializers.BooleanField(default=True, help_text="Honour robots.txt (Disallow, Crawl-delay).")
+    perHostConcurrency = serializers.IntegerField(min_value=1, max_value=16, default=2)
+    delayMs = serializers.IntegerField(
+        min_value=0, max_value=60_000, default=0, help_text="Between two pages of a host."
+    )
 
 
 class ArchiveSourceSerializer(StrictSerializer):
@@ -260,9 +297,12 @@ class RunSpecSerializer(StrictSerializer):
     compile = serializers.BooleanField(
         required=False, help_text="Extract runs: compile an answer that came from the model into rules."
     )
+    crawl = CrawlOptionsSerializer(required=False, help_text="Crawl runs: which pages, how many, how politely.")
 
     def validate(self, attrs: dict) -> dict:
         kind = attrs["kind"]
+        if kind == "crawl" and "crawl" not in attrs:
+            attrs["crawl"] = CrawlOptionsSerializer().to_internal_value({})
         errors: dict[str, list[str]] = {}
         for other_kind, names in KIND_FIELDS.items():
             if other_kind == kind:
@@ -314,7 +354,7 @@ class RunSpecSerializer(StrictSerializer):
 
 
 # What each kind of run needs besides kind and url (RunSpecSerializer.validate says so too).
-KIND_REQUIRED = {"fetch": (), "extract": ("schema",), "agent": ("goal",)}
+KIND_REQUIRED = {"fetch": (), "extract": ("schema",), "agent": ("goal",), "crawl": ()}
 
 
 def kind_spec_shape(kind: str) -> type[RunSpecSerializer]:
@@ -483,6 +523,7 @@ class RunSerializer(serializers.ModelSerializer):
     startedAt = UtcDateTimeField(source="started_at", allow_null=True)
     finishedAt = UtcDateTimeField(source="finished_at", allow_null=True)
     batch = serializers.UUIDField(source="batch_id", allow_null=True)
+    parent = serializers.UUIDField(source="parent_id", allow_null=True, help_text="A crawl's page: the crawl run.")
 
     class Meta:
         model = Run
@@ -494,6 +535,7 @@ class RunSerializer(serializers.ModelSerializer):
             "spec",
             "query",
             "batch",
+            "parent",
             "attempts",
             "result",
             "error",
@@ -538,6 +580,7 @@ class RunSummarySerializer(RunSerializer):
             "spec": run["spec"],
             "query": run["query"],
             "batch": str(run["batch_id"]) if run["batch_id"] else None,
+            "parent": str(run["parent_id"]) if run["parent_id"] else None,
             "attempts": run["attempts"],
             "error": run["error"],
             "drift": run["drift"],
@@ -605,6 +648,7 @@ class RunFilterSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=Run.Status.choices, required=False)
     query = serializers.CharField(required=False, max_length=64)
     batch = serializers.UUIDField(required=False)
+    parent = serializers.UUIDField(required=False, help_text="A crawl's pages: the crawl run's id")
     since = serializers.DateTimeField(required=False, help_text="createdAt at or after this ISO 8601 time")
     until = serializers.DateTimeField(required=False, help_text="createdAt before this ISO 8601 time")
 

@@ -96,6 +96,7 @@ def test_json_is_an_array_of_runs_with_the_fields_of_the_runs_api(api):
             "spec": {"kind": "fetch", "url": "https://shop.example/item/1"},
             "query": "menu",
             "batch": None,
+            "parent": None,
             "attempts": 0,
             "result": fetch_result(1, "# Caf\u00e9 \u2615\n\nText."),
             "error": None,
@@ -114,6 +115,7 @@ def test_json_is_an_array_of_runs_with_the_fields_of_the_runs_api(api):
             "spec": {"kind": "extract", "url": "https://shop.example/item/2"},
             "query": None,
             "batch": str(batch.id),
+            "parent": None,
             "attempts": 2,
             "result": {"price": None},
             "error": {"code": "schema_mismatch", "message": "price is null"},
@@ -132,6 +134,7 @@ def test_json_is_an_array_of_runs_with_the_fields_of_the_runs_api(api):
             "spec": {"kind": "extract", "url": "https://shop.example/item/3"},
             "query": None,
             "batch": None,
+            "parent": None,
             "attempts": 0,
             "result": None,
             "error": None,
@@ -466,7 +469,7 @@ def test_served_over_asgi_the_export_is_streamed_not_collected_first(settings, r
     [
         ("format=xml", {"format": ['"xml" is not a valid choice.']}),
         ("", {"format": ["Choose format=json or format=csv."]}),
-        ("format=csv&kind=crawl", {"kind": ['"crawl" is not a valid choice.']}),
+        ("format=csv&kind=scrape", {"kind": ['"scrape" is not a valid choice.']}),
         ("format=csv&id=7", {"id": ["Must be a valid UUID."]}),
         (
             "format=json&since=yesterday",

@@ -120,7 +120,7 @@ def test_a_run_detail_that_did_not_change_is_answered_304_without_a_body(api):
     assert changed.json()["stepCount"] == 1
 
 
-@pytest.mark.parametrize("query", ["kind=crawl", "status=done", "batch=not-a-uuid", "include=steps"])
+@pytest.mark.parametrize("query", ["kind=scrape", "status=done", "batch=not-a-uuid", "include=steps"])
 def test_bad_filters_are_400(api, query):
     response = api.get(f"/api/runs?{query}")
     assert response.status_code == 400

@@ -41,6 +41,7 @@ def test_fetch_run_is_queued_with_defaults_filled_in(api):
         },
         "query": None,
         "batch": None,
+        "parent": None,
         "attempts": 0,
         "result": None,
         "error": None,
@@ -73,7 +74,7 @@ def error(response) -> dict:
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({"kind": "crawl", "url": "https://example.com"}, "kind"),
+        ({"kind": "scrape", "url": "https://example.com"}, "kind"),
         ({"kind": "fetch"}, "url"),
         ({"kind": "fetch", "url": "file:///etc/passwd"}, "url"),
         ({"kind": "fetch", "url": "javascript:alert(1)"}, "url"),

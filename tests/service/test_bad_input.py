@@ -387,7 +387,8 @@ BAD_PAGES = [
     (
         "colour=red",
         "colour",
-        "Unknown parameter; GET /api/runs takes id, kind, status, query, batch, since, until, limit, cursor, include.",
+        "Unknown parameter; GET /api/runs takes id, kind, status, query, batch, parent, since, until, limit, cursor, "
+        "include.",
     ),
 ]
 
@@ -545,7 +546,7 @@ def test_valid_schemas_whose_items_are_not_an_object_are_not_a_crash(api, settin
 def test_a_misspelt_export_filter_is_400_not_an_export_of_everything(api):
     services.run_submit(spec={"kind": "fetch", "url": "https://shop.test/"})
     response = api.get("/api/export?format=csv&statsu=failed")
-    message = "Unknown parameter; GET /api/export takes id, kind, status, query, batch, since, until, format."
+    message = "Unknown parameter; GET /api/export takes id, kind, status, query, batch, parent, since, until, format."
     assert (response.status_code, response.json()) == (
         400,
         {"error": {"code": "invalid_request", "message": f"statsu: {message}", "fields": {"statsu": [message]}}},

@@ -35,7 +35,7 @@ RUN_SPECS = [
     ({"kind": "agent", "url": "https://example.com/", "goal": "Find the price."}, True),
     ({"kind": "agent", "url": "https://example.com/", "goal": "Find it.", "schema": {}}, False),
     ({"kind": "fetch", "url": "https://example.com/", "timeout": 5}, False),  # unknown field
-    ({"kind": "crawl", "url": "https://example.com/"}, False),
+    ({"kind": "scrape", "url": "https://example.com/"}, False),
     ({"kind": "fetch", "url": "ftp://example.com/"}, False),
 ]
 
@@ -55,10 +55,12 @@ def test_the_run_spec_shapes_are_told_apart_by_kind(document):
     spec = document["components"]["schemas"]["RunSpecRequest"]
     mapping = spec["discriminator"]["mapping"]
     assert spec["discriminator"]["propertyName"] == "kind"
-    assert set(mapping) == {"fetch", "extract", "agent"}
+    assert set(mapping) == {"fetch", "extract", "agent", "crawl"}
     extract = document["components"]["schemas"][mapping["extract"].rsplit("/", 1)[-1]]
     assert set(extract["required"]) == {"kind", "url", "schema"}
     assert "goal" not in extract["properties"] and extract["additionalProperties"] is False
+    crawl = document["components"]["schemas"][mapping["crawl"].rsplit("/", 1)[-1]]
+    assert "crawl" in crawl["properties"] and "schema" not in crawl["properties"]
 
 
 @pytest.mark.parametrize(

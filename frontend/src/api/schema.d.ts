@@ -590,6 +590,106 @@ export interface components {
     };
     /** @enum {string} */
     CookieSummaryStatusEnum: "fresh" | "expiring" | "expired" | "session-only" | "empty";
+    /** @description Crawl runs: which pages, how many, how politely. Each page becomes a fetch run of its own (`parent`). */
+    CrawlOptions: {
+      /**
+       * @description Pages fetched at most.
+       * @default 100
+       */
+      maxPages?: number;
+      /**
+       * @description Links away from url.
+       * @default 3
+       */
+      maxDepth?: number;
+      /** @description Globs over the path (and ?query) a page must match, e.g. /docs/**; none: every page in scope. */
+      include?: string[];
+      /** @description Globs over the path (and ?query) of pages never fetched, e.g. **\/print/**. */
+      exclude?: string[];
+      /**
+       * @description host: url's host; domain: its last two labels and their subdomains; path: url's host under its path.
+       * @default host
+       */
+      scope?: components["schemas"]["ScopeEnum"];
+      /**
+       * @description auto: also the pages of /sitemap.xml and robots.txt's sitemaps; only: those pages and url (links not followed); off.
+       * @default auto
+       */
+      sitemap?: components["schemas"]["SitemapEnum"];
+      /**
+       * @description Honour robots.txt (Disallow, Crawl-delay).
+       * @default true
+       */
+      respectRobots?: boolean;
+      /** @default 2 */
+      perHostConcurrency?: number;
+      /**
+       * @description Between two pages of a host.
+       * @default 0
+       */
+      delayMs?: number;
+    };
+    /** @description Crawl runs: which pages, how many, how politely. Each page becomes a fetch run of its own (`parent`). */
+    CrawlOptionsRequest: {
+      /**
+       * @description Pages fetched at most.
+       * @default 100
+       */
+      maxPages?: number;
+      /**
+       * @description Links away from url.
+       * @default 3
+       */
+      maxDepth?: number;
+      /** @description Globs over the path (and ?query) a page must match, e.g. /docs/**; none: every page in scope. */
+      include?: string[];
+      /** @description Globs over the path (and ?query) of pages never fetched, e.g. **\/print/**. */
+      exclude?: string[];
+      /**
+       * @description host: url's host; domain: its last two labels and their subdomains; path: url's host under its path.
+       * @default host
+       */
+      scope?: components["schemas"]["ScopeEnum"];
+      /**
+       * @description auto: also the pages of /sitemap.xml and robots.txt's sitemaps; only: those pages and url (links not followed); off.
+       * @default auto
+       */
+      sitemap?: components["schemas"]["SitemapEnum"];
+      /**
+       * @description Honour robots.txt (Disallow, Crawl-delay).
+       * @default true
+       */
+      respectRobots?: boolean;
+      /** @default 2 */
+      perHostConcurrency?: number;
+      /**
+       * @description Between two pages of a host.
+       * @default 0
+       */
+      delayMs?: number;
+    };
+    /** @enum {string} */
+    CrawlRunSpecKindEnum: "crawl";
+    /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
+    CrawlRunSpecRequest: {
+      /**
+       * @description discriminator enum property added by openapi-typescript
+       * @enum {string}
+       */
+      kind: "crawl";
+      /**
+       * Format: uri
+       * @description An http:// or https:// URL.
+       */
+      url: string;
+      /** @description Start from this stored login profile. */
+      profile?: string;
+      /** @description A Playwright storage-state file in the data directory (instead of profile). */
+      storageStatePath?: string;
+      options?: components["schemas"]["OptionsRequest"];
+      /** @description Crawl runs: which pages, how many, how politely. */
+      crawl?: components["schemas"]["CrawlOptionsRequest"];
+    };
     CronSchedule: {
       /** @description minute hour day-of-month month day-of-week, as cron reads them */
       cron: string;
@@ -999,6 +1099,11 @@ export interface components {
       readonly query: string | null;
       /** Format: uuid */
       batch: string | null;
+      /**
+       * Format: uuid
+       * @description A crawl's page: the crawl run.
+       */
+      parent: string | null;
       readonly attempts: number;
       readonly result: unknown;
       error: components["schemas"]["RunError"] | null;
@@ -1024,6 +1129,11 @@ export interface components {
       readonly query: string | null;
       /** Format: uuid */
       batch: string | null;
+      /**
+       * Format: uuid
+       * @description A crawl's page: the crawl run.
+       */
+      parent: string | null;
       readonly attempts: number;
       readonly result: unknown;
       error: components["schemas"]["RunError"] | null;
@@ -1046,7 +1156,7 @@ export interface components {
       message: string;
     };
     /** @enum {string} */
-    RunKindEnum: "fetch" | "extract" | "agent";
+    RunKindEnum: "fetch" | "extract" | "agent" | "crawl";
     RunListItem: components["schemas"]["RunSummary"] | components["schemas"]["Run"];
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
     RunSpec: {
@@ -1080,11 +1190,14 @@ export interface components {
       compiled?: components["schemas"]["CompiledRules"];
       /** @description Extract runs: compile an answer that came from the model into rules. */
       compile?: boolean;
+      /** @description Crawl runs: which pages, how many, how politely. */
+      crawl?: components["schemas"]["CrawlOptions"];
     };
     RunSpecRequest:
       | components["schemas"]["FetchRunSpecRequest"]
       | components["schemas"]["ExtractRunSpecRequest"]
-      | components["schemas"]["AgentRunSpecRequest"];
+      | components["schemas"]["AgentRunSpecRequest"]
+      | components["schemas"]["CrawlRunSpecRequest"];
     /** @enum {string} */
     RunStatusEnum: "queued" | "running" | "succeeded" | "failed" | "cancelled";
     /**
@@ -1101,6 +1214,11 @@ export interface components {
       readonly query: string | null;
       /** Format: uuid */
       batch: string | null;
+      /**
+       * Format: uuid
+       * @description A crawl's page: the crawl run.
+       */
+      parent: string | null;
       readonly attempts: number;
       error: components["schemas"]["RunError"] | null;
       drift: components["schemas"]["Drift"] | null;
@@ -1146,6 +1264,8 @@ export interface components {
       /** Format: date-time */
       updatedAt: string;
     };
+    /** @enum {string} */
+    ScopeEnum: "host" | "domain" | "path";
     /** @description Refuses fields it does not know, so a typo ("timeout" for "timeoutMs") is an error, not ignored. */
     SearchRequestRequest: {
       /** @description What to search for. */
@@ -1196,6 +1316,8 @@ export interface components {
     SignInRequest: {
       key: string;
     };
+    /** @enum {string} */
+    SitemapEnum: "auto" | "only" | "off";
     Step: {
       readonly index: number;
       readonly action: string;
@@ -1409,7 +1531,9 @@ export interface operations {
         format: "csv" | "json";
         /** @description Only this run (its export, for one) */
         id?: string;
-        kind?: "fetch" | "extract" | "agent";
+        kind?: "fetch" | "extract" | "agent" | "crawl";
+        /** @description A crawl's pages: the crawl run's id */
+        parent?: string;
         query?: string;
         /** @description createdAt at or after this ISO 8601 time */
         since?: string;
@@ -2649,9 +2773,11 @@ export interface operations {
         id?: string;
         /** @description result: list whole runs, each with its result (by default a run is listed without it, with a preview and its size). */
         include?: "result";
-        kind?: "fetch" | "extract" | "agent";
+        kind?: "fetch" | "extract" | "agent" | "crawl";
         /** @description Runs per page, 1 to 500 (default 50). */
         limit?: number;
+        /** @description A crawl's pages: the crawl run's id */
+        parent?: string;
         query?: string;
         /** @description createdAt at or after this ISO 8601 time */
         since?: string;

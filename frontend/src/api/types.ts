@@ -15,7 +15,7 @@ function allOf<T extends string>() {
   return <const L extends readonly T[]>(list: L & ([T] extends [L[number]] ? unknown : "misses a member")) => list;
 }
 
-export const RUN_KINDS: readonly RunKind[] = allOf<RunKind>()(["fetch", "extract", "agent"]);
+export const RUN_KINDS: readonly RunKind[] = allOf<RunKind>()(["fetch", "extract", "agent", "crawl"]);
 export const RUN_STATUSES: readonly RunStatus[] = allOf<RunStatus>()([
   "queued",
   "running",

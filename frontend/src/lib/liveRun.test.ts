@@ -17,6 +17,7 @@ function detail(overrides: Partial<RunDetail>): RunDetail {
     spec: { kind: "fetch", url: "https://example.com/" },
     query: null,
     batch: null,
+    parent: null,
     attempts: 1,
     result: null,
     error: null,

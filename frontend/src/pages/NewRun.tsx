@@ -12,6 +12,10 @@ const KIND_INFO: Record<RunKind, { label: string; text: string }> = {
   fetch: { label: "Fetch", text: "Load a page and return clean Markdown, title and links." },
   extract: { label: "Extract", text: "Load a page and return JSON that matches your schema." },
   agent: { label: "Agent", text: "A model drives the browser toward a goal, step by step." },
+  crawl: {
+    label: "Crawl",
+    text: "Follow a site's links from the page (up to 100 pages, 3 links deep); each page becomes a fetch run.",
+  },
 };
 
 export function NewRun() {

@@ -1,0 +1,233 @@
+"""Crawl runs end to end (runs/crawl.py): a live service crawls a small site served on 127.0.0.1 with a link graph,
+a robots.txt that disallows a section and names a sitemap, a page only the sitemap lists, duplicate links (tracking
+parameters, fragments), a link off the site and a calendar that links on forever."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.live import SHORT_LEASE_SECONDS, LiveService
+
+pytestmark = pytest.mark.live
+
+
+class CrawlSite:
+    def __init__(self):
+        self.hits: Counter[str] = Counter()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format, *args):
+                pass
+
+            def do_GET(self):
+                site.hits[self.path] += 1
+                status, content_type, body = site.answer(self.path)
+                payload = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True  # a handler still sleeping (/hang-once) does not hold up the shutdown
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def page(self, title: str, links: list[str]) -> tuple[int, str, str]:
+        anchors = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
+        body = f"<p>{title} is a page of the crawl site, with enough words to be its main content.</p>"
+        return (
+            200,
+            "text/html",
+            f"<html><head><title>{title}</title></head><body><h1>{title}</h1>{body}<ul>{anchors}</ul></body></html>",
+        )
+
+    def answer(self, path: str) -> tuple[int, str, str]:
+        parts = urlsplit(path)
+        if parts.path == "/robots.txt":
+            return 200, "text/plain", f"User-agent: *\nDisallow: /private/\nSitemap: {self.base}/sitemap.xml\n"
+        if parts.path == "/sitemap.xml":
+            urls = "".join(f"<url><loc>{self.base}{p}</loc></url>" for p in ("/orphan", "/a"))
+            return (
+                200,
+                "application/xml",
+                f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>',
+            )
+        if parts.path == "/":
+            return self.page(
+                "Home",
+                ["/a", "/b", "/a?utm_source=news", "/private/secret", "http://elsewhere.invalid/", "/calendar?month=1"],
+            )
+        if parts.path == "/a":
+            return self.page("A", ["/c", "/"])
+        if parts.path == "/b":
+            return self.page("B", ["/a#top", "b-relative-missing"])
+        if parts.path in ("/c", "/orphan", "/private/secret"):
+            return self.page(parts.path.strip("/"), [])
+        if parts.path == "/resume":
+            return self.page("Resume", ["/r1", "/r2", "/hang-once", "/r3", "/r4"])
+        if parts.path in ("/r1", "/r2", "/r3", "/r4"):
+            return self.page(parts.path.strip("/"), [])
+        if parts.path == "/hang-once":
+            if self.hits[path] == 1:
+                time.sleep(30)  # the worker is killed meanwhile
+            return self.page("Hung once", [])
+        if parts.path == "/calendar":
+            month = int(parse_qs(parts.query)["month"][0])
+            return self.page(f"Month {month}", [f"/calendar?month={month + 1}"])
+        return 404, "text/html", "<html><body>missing</body></html>"
+
+    def __enter__(self) -> CrawlSite:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def crawl_site():
+    with CrawlSite() as site:
+        yield site
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    live = LiveService(tmp_path_factory.mktemp("crawl"), WORKERS="1").start()
+    yield live
+    live.stop()
+
+
+def crawl(service: LiveService, url: str, **options) -> tuple[dict, list[dict]]:
+    response = service.session.post(
+        f"{service.base_url}/api/runs", json={"kind": "crawl", "url": url, "crawl": options}
+    )
+    assert response.status_code == 201, response.content
+    run = service.wait(response.json()["id"], timeout=120)
+    listed = service.get(f"/api/runs?parent={run['id']}&limit=500").json()
+    assert "results" in listed, (listed, run)
+    pages = listed["results"]
+    return run, pages
+
+
+def test_a_crawl_fetches_every_page_in_scope_once_as_child_runs(service, crawl_site):
+    run, pages = crawl(service, crawl_site.base + "/", maxDepth=3)
+    assert run["status"] == "succeeded", run
+    base = crawl_site.base
+    expected = {f"{base}/", f"{base}/a", f"{base}/b", f"{base}/c", f"{base}/orphan"} | {
+        f"{base}/calendar?month={month}"
+        for month in (1, 2, 3)  # month 4 is 4 links away: past maxDepth
+    }
+    missing = f"{base}/b-relative-missing"  # a relative link of /b, to a page that answers 404
+    assert {page["url"] for page in pages} == expected | {missing}
+    assert {page["url"]: page["status"] for page in pages if page["status"] != "succeeded"} == {missing: "failed"}
+    assert all(page["kind"] == "fetch" for page in pages)
+    assert all(page["parent"] == run["id"] for page in pages)
+    # Each page was asked for once; robots.txt's disallowed section and the link off the site never.
+    page_hits = {path: n for path, n in crawl_site.hits.items() if not path.endswith((".txt", ".xml"))}
+    assert max(page_hits.values()) == 1, page_hits
+    assert crawl_site.hits["/private/secret"] == 0
+    assert run["result"]["pages"] == len(expected) + 1
+    assert run["result"]["byStatus"] == {"succeeded": len(expected), "failed": 1}
+    skipped = run["result"]["skipped"]
+    assert skipped["robots"] >= 1 and skipped["out_of_scope"] >= 1 and skipped["duplicate"] >= 3
+    assert skipped["depth"] >= 1
+    # The crawl's trace: discovery first, then a step per page saying what its links came to.
+    detail = service.get(f"/api/runs/{run['id']}").json()
+    actions = [step["action"] for step in detail["steps"]]
+    assert actions[0] == "discover" and actions.count("page") == len(expected) + 1
+    assert "sitemaps: 2 pages listed" in detail["steps"][0]["observation"]
+    # The crawl's export is its pages.
+    exported = service.get(f"/api/export?format=json&parent={run['id']}").json()
+    assert sorted(page["url"] for page in exported) == sorted(page["url"] for page in pages)
+    # A page's own run holds its Markdown, as a fetch run does.
+    home = next(page for page in pages if page["url"] == f"{base}/")
+    assert "Home is a page of the crawl site" in service.get(f"/api/runs/{home['id']}").json()["result"]["markdown"]
+
+
+def test_max_pages_is_exact_and_the_rest_is_skipped_for_the_limit(service, crawl_site):
+    run, pages = crawl(service, crawl_site.base + "/", maxPages=3, sitemap="off")
+    assert run["status"] == "succeeded", run
+    assert len(pages) == 3 and run["result"]["pages"] == 3
+    assert run["result"]["skipped"]["limit"] >= 1
+
+
+def test_include_and_exclude_globs_choose_the_pages(service, crawl_site):
+    run, pages = crawl(service, crawl_site.base + "/", exclude=["/calendar"], include=["/", "/a", "/c"], sitemap="off")
+    assert run["status"] == "succeeded", run
+    assert {urlsplit(page["url"]).path for page in pages} == {"/", "/a", "/c"}
+    assert run["result"]["skipped"]["not_included"] >= 1
+
+
+def test_bad_crawl_options_are_400_naming_the_field(service):
+    response = service.session.post(
+        f"{service.base_url}/api/runs",
+        json={"kind": "crawl", "url": "http://127.0.0.1:9/", "crawl": {"maxPages": 0, "scope": "planet"}},
+    )
+    assert response.status_code == 400
+    fields = response.json()["error"]["fields"]
+    assert set(fields) == {"crawl.maxPages", "crawl.scope"} or set(fields) == {"crawl"}, fields
+    fetch_with_crawl = service.session.post(
+        f"{service.base_url}/api/runs", json={"kind": "fetch", "url": "http://127.0.0.1:9/", "crawl": {}}
+    )
+    assert fetch_with_crawl.status_code == 400 and "crawl" in fetch_with_crawl.json()["error"]["fields"]
+
+
+def test_a_crawl_whose_worker_dies_goes_on_from_its_frontier_and_fetches_no_finished_page_twice(tmp_path, crawl_site):
+    service = LiveService(tmp_path, WORKERS="1", lease_seconds=SHORT_LEASE_SECONDS).start()
+    try:
+        submitted = service.submit(
+            {
+                "kind": "crawl",
+                "url": crawl_site.base + "/resume",
+                "crawl": {"sitemap": "off", "include": ["/resume", "/r*", "/hang-once"]},
+            }
+        )
+        deadline = time.monotonic() + 60
+        while crawl_site.hits["/hang-once"] == 0:
+            assert time.monotonic() < deadline, "the crawl never reached /hang-once"
+            time.sleep(0.05)
+        os.kill(service.worker_pid(submitted["id"]), signal.SIGKILL)
+        run = service.wait(submitted["id"], timeout=120)
+        assert run["status"] == "succeeded", run
+        assert run["attempts"] == 2
+        pages = service.get(f"/api/runs?parent={run['id']}").json()["results"]
+        paths = sorted(urlsplit(page["url"]).path for page in pages)
+        assert paths == ["/hang-once", "/r1", "/r2", "/r3", "/r4", "/resume"]  # one run per page
+        assert {page["status"] for page in pages} == {"succeeded"}
+        # The pages finished before the kill were not asked for again; the one in flight was, once more.
+        assert [crawl_site.hits[path] for path in ("/resume", "/r1", "/r2")] == [1, 1, 1]
+        assert crawl_site.hits["/hang-once"] == 2
+        assert crawl_site.hits["/r3"] == crawl_site.hits["/r4"] == 1
+    finally:
+        service.stop()
+
+
+def test_cancelling_a_crawl_stops_it_between_pages(service, crawl_site):
+    submitted = service.submit(
+        {"kind": "crawl", "url": crawl_site.base + "/", "crawl": {"sitemap": "off", "delayMs": 1500}}
+    )
+    deadline = time.monotonic() + 60
+    while not service.get(f"/api/runs?parent={submitted['id']}").json()["results"]:
+        assert time.monotonic() < deadline, "no page started"
+        time.sleep(0.05)
+    assert service.post(f"/api/runs/{submitted['id']}/cancel", {}).status_code == 200
+    run = service.wait(submitted["id"])
+    assert run["status"] == "cancelled"
+    pages = len(service.get(f"/api/runs?parent={run['id']}").json()["results"])
+    time.sleep(2)  # past the next page's start, had the crawl gone on
+    assert len(service.get(f"/api/runs?parent={run['id']}").json()["results"]) == pages < 5
