@@ -175,8 +175,7 @@ class Crawl:
             spec = {"kind": "fetch", "url": url, "options": {**self._page_options(), "render": "http"}}
             # A crawl that starts from a profile (or a storage state) reads every page with it.
             spec.update({key: self.run.spec[key] for key in ("profile", "storageStatePath") if key in self.run.spec})
-            with transaction.atomic():
-                child = services.run_submit(spec=spec, enqueue=False, parent=self.run)
+            child = self._submit(spec)
             self.execute(str(child.pk))
         while True:
             child.refresh_from_db()
@@ -187,6 +186,13 @@ class Crawl:
                 continue
             self.recorder.checkpoint()
             time.sleep(IDLE_SECONDS)
+
+    def _submit(self, spec: dict) -> Run:
+        """The page's child run, queued but not enqueued: this worker runs it at once. It is not held to
+        QUEUE_MAX_DEPTH: it never waits in the queue, and waiting for room could wait on runs queued behind this very
+        crawl (one worker)."""
+        with transaction.atomic():
+            return services.run_submit(spec=spec, enqueue=False, parent=self.run, bounded=False)
 
     def _page_options(self) -> dict:
         options = self.run.spec.get("options") or {}

@@ -31,6 +31,7 @@ def run_submit(
     batch: Batch | None = None,
     enqueue: bool = True,
     parent: Run | None = None,
+    bounded: bool = True,
 ) -> Run:
     """Check a spec as the API states it, persist it as a queued run, publish run-queued, and enqueue it after commit.
     The one way in for a run, whoever asks (API, CLI, MCP, a saved query's replay, POST /api/fetch with persist).
@@ -39,12 +40,14 @@ def run_submit(
     (503 model_not_configured) leaves nothing behind. query, query_since: a saved query's replay, and when that query
     was created (its drift is measured against the replays since then only). enqueue=False is for callers that
     execute the run in their own process (the CLI); if they die before claiming it, the run stays queued and
-    visible, and can be cancelled. parent: the crawl run a page belongs to (runs/crawl.py).
+    visible, and can be cancelled. parent: the crawl run a page belongs to (runs/crawl.py), which runs it at once
+    (bounded=False: not held to QUEUE_MAX_DEPTH).
     """
     checked = RunSpecSerializer(data=spec)
     checked.is_valid(raise_exception=True)
     spec = checked.validated_data
-    queue.check_room(1)
+    if bounded:
+        queue.check_room(1)
     with transaction.atomic():
         run = Run.objects.create(
             kind=spec["kind"],

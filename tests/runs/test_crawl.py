@@ -231,3 +231,21 @@ def test_cancelling_a_crawl_stops_it_between_pages(service, crawl_site):
     pages = len(service.get(f"/api/runs?parent={run['id']}").json()["results"])
     time.sleep(2)  # past the next page's start, had the crawl gone on
     assert len(service.get(f"/api/runs?parent={run['id']}").json()["results"]) == pages < 5
+
+
+def test_a_crawl_on_one_worker_finishes_while_the_queue_is_full_behind_it(tmp_path, crawl_site):
+    """Its pages never wait in the queue (the crawl's worker runs each at once), so a queue filled by runs waiting
+    for that worker neither refuses them nor deadlocks."""
+    service = LiveService(tmp_path, WORKERS="1", QUEUE_MAX_DEPTH="1").start()
+    try:
+        crawl_run = service.submit(
+            {"kind": "crawl", "url": crawl_site.base + "/", "crawl": {"sitemap": "off", "maxPages": 3, "delayMs": 300}}
+        )
+        service.wait(crawl_run["id"], statuses=("running",))
+        waiting = service.submit({"kind": "fetch", "url": crawl_site.base + "/c", "options": {"render": "http"}})
+        assert service.post("/api/runs", {"kind": "fetch", "url": crawl_site.base + "/c"}).status_code == 429  # full
+        run = service.wait(crawl_run["id"], timeout=60)
+        assert (run["status"], run["result"]["pages"]) == ("succeeded", 3), run
+        assert service.wait(waiting["id"], timeout=60)["status"] == "succeeded"
+    finally:
+        service.stop()
