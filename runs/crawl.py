@@ -134,8 +134,10 @@ class Crawl:
         outcome: Counter[str] = Counter()
         for url in urls:
             self.found += 1
-            if self.frontier.respect_robots and normalize_url(url):
-                self._learn_robots(url)
+            normal = normalize_url(url)
+            # robots.txt of the hosts in scope only: a link off the site makes no request.
+            if self.frontier.respect_robots and normal and self.frontier.scope.contains(normal):
+                self._learn_robots(normal)
             decision = self.frontier.offer(url, depth, found_from)
             outcome[decision.reason or "queued"] += 1
             if decision.reason:

@@ -69,7 +69,15 @@ class CrawlSite:
         if parts.path == "/":
             return self.page(
                 "Home",
-                ["/a", "/b", "/a?utm_source=news", "/private/secret", "http://elsewhere.invalid/", "/calendar?month=1"],
+                [
+                    "/a",
+                    "/b",
+                    "/a?utm_source=news",
+                    "/private/secret",
+                    "http://elsewhere.invalid/",
+                    f"http://localhost:{self.server.server_address[1]}/c",  # the same server, another host
+                    "/calendar?month=1",
+                ],
             )
         if parts.path == "/a":
             return self.page("A", ["/c", "/"])
@@ -125,7 +133,10 @@ def crawl(service: LiveService, url: str, **options) -> tuple[dict, list[dict]]:
 
 
 def test_a_crawl_fetches_every_page_in_scope_once_as_child_runs(service, crawl_site):
+    robots_before = crawl_site.hits["/robots.txt"]
     run, pages = crawl(service, crawl_site.base + "/", maxDepth=3)
+    # robots.txt of the site, once; none of the hosts its links lead off to (localhost is another host here).
+    assert crawl_site.hits["/robots.txt"] - robots_before == 1
     assert run["status"] == "succeeded", run
     base = crawl_site.base
     expected = {f"{base}/", f"{base}/a", f"{base}/b", f"{base}/c", f"{base}/orphan"} | {
