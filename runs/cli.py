@@ -43,6 +43,13 @@ OPTION_NAMES = {
     "options.maxSteps": "--max-steps",
     "options.timeoutMs": "--timeout-ms",
     "options.render": "--render",
+    "crawl.maxPages": "--max-pages",
+    "crawl.maxDepth": "--max-depth",
+    "crawl.include": "--include",
+    "crawl.exclude": "--exclude",
+    "crawl.scope": "--scope",
+    "crawl.sitemap": "--sitemap",
+    "crawl.delayMs": "--delay-ms",
 }
 
 

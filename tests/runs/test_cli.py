@@ -240,7 +240,7 @@ def test_runs_reextract_reads_the_archive_and_prints_the_new_json(data_dir, site
     assert nothing.returncode == 2 and nothing.stderr.startswith("error: There is no run")
 
 
-@pytest.mark.parametrize("command", ["fetch", "extract", "agent", "search", "runs export", "runs reextract"])
+@pytest.mark.parametrize("command", ["fetch", "crawl", "extract", "agent", "search", "runs export", "runs reextract"])
 def test_help_explains_every_option_the_readme_documents(command, capsys):
     documented = README_OPTIONS[command]
     with pytest.raises(SystemExit) as exited:
