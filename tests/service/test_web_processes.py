@@ -4,6 +4,7 @@ them, and JSON log lines: the service as `serve` runs it, spoken to over HTTP.""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
@@ -59,8 +60,18 @@ def value(samples: dict, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
+def from_every_process(base_url: str, path: str, headers: dict | None = None) -> list[requests.Response]:
+    """Bursts of 60 (as from_many_clients) until both web processes have answered, 10 s at most. Which process
+    accepts a connection is the kernel's choice, not a round robin: one that answers fast can take a whole burst."""
+    answers: list[requests.Response] = []
+    deadline = time.monotonic() + 10
+    while len({answer.headers.get("X-Served-By") for answer in answers}) < 2 and time.monotonic() < deadline:
+        answers += from_many_clients(base_url, 60, path, headers)
+    return answers
+
+
 def test_the_web_processes_share_one_socket(service):
-    answers = from_many_clients(service.base_url, 60, "/api/health")
+    answers = from_every_process(service.base_url, "/api/health")
     assert {answer.status_code for answer in answers} == {200}
     processes = Counter(answer.headers["X-Served-By"] for answer in answers)
     assert set(processes) == {"web-1", "web-2"}, processes
@@ -89,7 +100,7 @@ def test_metrics_count_runs_and_requests_from_every_process(service, site):
     failure = service.wait(failed["id"])
     assert failure["status"] == "failed"
     code = failure["error"]["code"]
-    details = from_many_clients(service.base_url, 40, f"/api/runs/{succeeded['id']}", AUTH)
+    details = from_every_process(service.base_url, f"/api/runs/{succeeded['id']}", AUTH)
     assert {answer.status_code for answer in details} == {200}
     assert len({answer.headers["X-Served-By"] for answer in details}) == 2
 
