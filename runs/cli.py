@@ -50,6 +50,8 @@ OPTION_NAMES = {
     "crawl.scope": "--scope",
     "crawl.sitemap": "--sitemap",
     "crawl.delayMs": "--delay-ms",
+    "crawl.perHostConcurrency": "--per-host-concurrency",
+    "crawl.render": "--render",
 }
 
 

@@ -1,38 +1,54 @@
-"""A crawl run: from its start URL, every page in scope as a fetch run of its own (`parent` = the crawl).
+"""A crawl run: from its start URL, every page in scope as a run of its own (`parent` = the crawl): a fetch run, or an
+extract run when the crawl has a schema.
 
 The decisions (normalisation, scope, robots, traps, politeness, the frontier) are runs/engine/crawl_rules.py's; this
 module does the I/O around them in the crawl's worker:
 - robots.txt of the start URL's origin (unless respectRobots is false) and its sitemaps, /sitemap.xml (sitemap auto
   or only; sitemap indexes followed, a few levels), fetched over plain HTTP through the network guard;
-- each page as a child fetch run, submitted and executed here, in the crawl's own worker (a crawl never waits for a
-  free worker, nor holds one that its pages wait for). Its pages are read over plain HTTP (render http, as a page's
-  Markdown needs no browser for server-rendered sites); the links of each page are offered to the frontier;
+- each page as a child run (render auto: plain HTTP, Chromium for a JavaScript shell; http; browser), submitted and
+  executed here, in the crawl's own worker (a crawl never waits for a free worker, nor holds one that its pages wait
+  for): up to MAX_IN_FLIGHT pages at a time, as per-host concurrency and delay allow, each in a thread; their
+  Markdown conversions in CONVERTERS processes of the crawl's (Python's conversion is CPU-bound: threads alone would
+  hold a crawl to one core); their browser work on the crawl's own Chromiums (BROWSERS), so a page that needs a
+  browser never holds up the plain-HTTP ones. The links of each page are offered to the frontier;
 - a step of the crawl per page: what was found, queued and skipped with the reason;
-- the frontier written after every page (CrawlFrontier). A crawl taken over after its worker died goes on from it:
-  a page whose child run already finished is not fetched again, one whose child run is unfinished is waited for.
+- the frontier written at most every SAVE_SECONDS (CrawlFrontier). A crawl taken over after its worker died goes on
+  from it: a page whose child run already finished is not fetched again (its links are taken from its result), one
+  whose child run is unfinished is waited for or run again.
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
+from contextlib import contextmanager
+from contextvars import copy_context
 
 import requests
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 
-from runs import services
+from runs import archive, services
+from runs.engine.browser import BrowserThread
 from runs.engine.crawl_rules import (
+    CrawlEntry,
     CrawlScope,
     Frontier,
     RobotsRules,
+    links_of,
     normalize_url,
     parse_sitemap,
     robots_url_of,
 )
+from runs.engine.fetch import conversions
 from runs.engine.http_fetch import USER_AGENT
 from runs.engine.netguard import REFUSED_HEADER, network_guard
+from runs.engine.spec import RunAborted
 from runs.models import CrawlFrontier, Run
 from runs.resources import network_policy
 
@@ -43,6 +59,10 @@ ROBOTS_AGENT = "web-data-service"
 SITEMAP_DEPTH = 3  # sitemap indexes followed this many levels
 SITEMAP_TIMEOUT_SECONDS = 15
 IDLE_SECONDS = 0.2  # how long the loop sleeps when no host may start a page yet
+MAX_IN_FLIGHT = 16  # pages of a crawl loaded at a time, whatever the hosts allow
+CONVERTERS = max(1, os.cpu_count() or 1)  # processes converting a crawl's pages to Markdown
+BROWSERS = 2  # Chromiums a crawl starts for its pages that need one (render browser, or auto and a JS shell)
+SAVE_SECONDS = 1.0  # the frontier is written at most this often while pages finish
 
 
 def _get(url: str) -> tuple[int | None, bytes, dict]:
@@ -84,10 +104,40 @@ def new_frontier(spec: dict) -> Frontier:
     )
 
 
+@contextmanager
+def converter_processes(count: int) -> Iterator[ProcessPoolExecutor]:
+    """Processes that convert a crawl's pages to Markdown, all started before this returns. A django-q worker is a
+    daemonic process, which multiprocessing forbids to have children: the flag is lifted while they start (from
+    this thread, now, not later from a page's thread). They end with the pool, or when this process dies: their
+    pipe to it closes."""
+    pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+    config = multiprocessing.current_process()._config  # type: ignore[attr-defined]
+    daemon = config.get("daemon")
+    config["daemon"] = False
+    try:
+        for started in [pool.submit(int) for _ in range(count)]:
+            started.result()
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        raise
+    finally:
+        if daemon is not None:
+            config["daemon"] = daemon
+    with pool:
+        yield pool
+
+
+def archived_links(page: Run) -> list[str] | None:
+    """The links of an extract page (its result is the data, not the page): from the page it archived, or None."""
+    step = page.steps.filter(page__isnull=False).order_by("index").first()
+    copy = archive.read_page(step) if step is not None else None
+    return None if copy is None else links_of(copy.html, copy.url)
+
+
 class Crawl:
     """One attempt of a crawl run. execute: how a child run is executed in this process (runs.jobs.execute_run)."""
 
-    def __init__(self, run: Run, recorder, execute: Callable[[str], str]):
+    def __init__(self, run: Run, recorder, execute: Callable[..., str]):
         self.run = run
         self.recorder = recorder
         self.execute = execute
@@ -95,6 +145,9 @@ class Crawl:
         self.frontier = new_frontier(run.spec)
         self.skipped: Counter[str] = Counter()
         self.found = 0
+        # url -> its child runs' ids, one per attempt (a 429/503 page is tried again as a new run).
+        self.children: dict[str, list[str]] = {}
+        self.saved_at = 0.0
 
     # Discovery
 
@@ -167,75 +220,135 @@ class Crawl:
 
     # Pages
 
-    def _child_for(self, url: str) -> Run | None:
-        return Run.objects.filter(parent=self.run, url=url).order_by("created_at").first()
-
-    def _fetch(self, url: str) -> Run:
-        """The page's child run, finished: an existing one (a crawl taken over), else a new one executed here."""
-        child = self._child_for(url)
-        if child is None:
-            spec = {"kind": "fetch", "url": url, "options": {**self._page_options(), "render": "http"}}
-            # A crawl that starts from a profile (or a storage state) reads every page with it.
-            spec.update({key: self.run.spec[key] for key in ("profile", "storageStatePath") if key in self.run.spec})
-            child = self._submit(spec)
-            self.execute(str(child.pk))
-        while True:
-            child.refresh_from_db()
-            if child.is_final:
-                return child
-            if child.status == Run.Status.QUEUED:  # handed back, or re-queued after its worker died
-                self.execute(str(child.pk))
-                continue
-            self.recorder.checkpoint()
-            time.sleep(IDLE_SECONDS)
-
-    def _submit(self, spec: dict) -> Run:
-        """The page's child run, queued but not enqueued: this worker runs it at once. It is not held to
-        QUEUE_MAX_DEPTH: it never waits in the queue, and waiting for room could wait on runs queued behind this very
-        crawl (one worker)."""
+    def _child(self, entry) -> str:
+        """The id of the entry's child run for this attempt: the one an earlier attempt of the crawl made, else a
+        new one (queued, not enqueued: this crawl runs it)."""
+        made = self.children.setdefault(entry.url, [])
+        if len(made) > entry.attempts:
+            return made[entry.attempts]
+        spec: dict = {"kind": "fetch", "url": entry.url, "options": {**self._page_options()}}
+        if "schema" in self.run.spec:
+            spec.update(kind="extract", schema=self.run.spec["schema"])
+            if self.run.spec.get("instruction"):
+                spec["instruction"] = self.run.spec["instruction"]
+        # A crawl that starts from a profile (or a storage state) reads every page with it.
+        spec.update({key: self.run.spec[key] for key in ("profile", "storageStatePath") if key in self.run.spec})
+        # Not held to QUEUE_MAX_DEPTH: it never waits in the queue, and waiting for room could wait on runs queued
+        # behind this very crawl (one worker).
         with transaction.atomic():
-            return services.run_submit(spec=spec, enqueue=False, parent=self.run, bounded=False)
+            child = services.run_submit(spec=spec, enqueue=False, parent=self.run, bounded=False)
+        made.append(str(child.pk))
+        return str(child.pk)
 
     def _page_options(self) -> dict:
         options = self.run.spec.get("options") or {}
-        return {key: options[key] for key in ("mainContent", "timeoutMs") if key in options}
+        kept = {key: options[key] for key in ("mainContent", "timeoutMs") if key in options}
+        return {**kept, "render": self.options.get("render", "http")}
 
-    def _save(self) -> None:
-        CrawlFrontier.objects.update_or_create(run=self.run, defaults={"state": self.frontier.snapshot()})
+    def _run_child(self, child_id: str, lane: BrowserThread) -> Run:
+        """Execute the child run here (a page thread) and return it finished. One already finished (a crawl taken
+        over) is returned as it is; one another worker is running is waited for. lane: the crawl's browser its
+        browser work (if any) goes to, on that browser's thread, while the rest of it (plain HTTP, conversion,
+        recording) stays in this one."""
+        try:
+            while True:
+                child = Run.objects.get(pk=child_id)
+                if child.is_final:
+                    return child
+                if child.status == Run.Status.QUEUED:  # new, handed back, or re-queued after its worker died
+                    self.execute(child_id, lane=lane)
+                    continue
+                time.sleep(IDLE_SECONDS)
+        finally:
+            connection.close()
 
     def resume(self) -> bool:
-        """Load the frontier of an earlier attempt; False when there is none."""
+        """Load the frontier of an earlier attempt (and the child runs it made); False when there is none."""
         saved = CrawlFrontier.objects.filter(run=self.run).first()
         if saved is None:
             return False
         self.frontier.restore(saved.state)
+        for child_id, url in Run.objects.filter(parent=self.run).order_by("created_at").values_list("pk", "url"):
+            self.children.setdefault(url, []).append(str(child_id))
         return True
 
-    def page(self, entry) -> None:
+    def save(self, *, now: float | None = None) -> None:
+        """Persist the frontier, at most every SAVE_SECONDS unless now is None. Pages finished since the last save
+        are not lost: a crawl taken over finds their child runs finished, and takes their links from them."""
+        if now is not None and now - self.saved_at < SAVE_SECONDS:
+            return
+        CrawlFrontier.objects.update_or_create(run=self.run, defaults={"state": self.frontier.snapshot()})
+        self.saved_at = time.monotonic()
+
+    def page(self, entry, child: Run) -> None:
+        """A page finished: report it to the frontier, offer its links, record the crawl's step."""
         started = time.monotonic()
-        child = self._fetch(entry.url)
         result = child.result if isinstance(child.result, dict) else {}
         error = child.error or {}
-        status = result.get("status") or error.get("code") or child.status
-        retried = self.frontier.report(entry.url, status, now=time.time())
+        status = result.get("status") or error.get("httpStatus") or error.get("code") or child.status
+        retried = self.frontier.report(entry.url, status, now=time.time(), retry_after=error.get("retryAfter"))
         lines = [f"page {child.status}: run {child.pk} (depth {entry.depth})"]
-        if not retried and child.status == Run.Status.SUCCEEDED and self.options["sitemap"] != "only":
-            links = result.get("links") or []
-            lines.append(f"{len(links)} links: {self._offer(links, entry.depth + 1, entry.url)}")
+        if retried:
+            lines.append(f"HTTP {status}: the host is backed off, and the page tried again later")
+        elif child.status == Run.Status.SUCCEEDED and self.options["sitemap"] != "only":
+            links = result.get("links") if child.kind == Run.Kind.FETCH else archived_links(child)
+            if links is None:
+                lines.append("links unknown: the page was not archived (ARCHIVE_RETENTION_DAYS=0) or is gone")
+            else:
+                lines.append(f"{len(links)} links: {self._offer(links, entry.depth + 1, entry.url)}")
         elif error:
             lines.append(f"{error.get('code')}: {error.get('message')}")
-        self._save()
+        self.save(now=time.monotonic())
         self._step("page", entry.url, lines, started)
 
     def loop(self) -> None:
-        while not self.frontier.is_finished():
-            self.recorder.checkpoint()
-            entry = self.frontier.next_ready(time.time())
-            if entry is None:
-                next_start = self.frontier.next_start_time()
-                time.sleep(min(1.0, max(0.0, (next_start or time.time()) - time.time())) or IDLE_SECONDS)
-                continue
-            self.page(entry)
+        """Start pages as the frontier allows (per-host concurrency and delay), at most MAX_IN_FLIGHT at a time, each
+        in a thread of its own; conversions go to processes of the crawl's (CONVERTERS)."""
+        in_flight: dict[Future, CrawlEntry] = {}
+        # Each its own Chromium, started when a page first needs one (render browser, or auto and a JS shell).
+        lanes = [
+            BrowserThread(
+                settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, settings.BROWSER_SANDBOX, max_waiting=MAX_IN_FLIGHT
+            )
+            for _ in range(min(BROWSERS, self.options["perHostConcurrency"]))
+        ]
+        started = 0
+        token = conversions.set(None)
+        try:
+            # Pages first, then the converters: a page still running on the way out (cancelled) needs them.
+            with (
+                converter_processes(CONVERTERS) as converters,
+                ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="crawl-page") as pages,
+            ):
+                conversions.set(converters)
+                try:
+                    while True:
+                        self.recorder.checkpoint()
+                        while len(in_flight) < MAX_IN_FLIGHT:
+                            entry = self.frontier.next_ready(time.time())
+                            if entry is None:
+                                break
+                            lane = lanes[started % len(lanes)]
+                            started += 1
+                            page = pages.submit(copy_context().run, self._run_child, self._child(entry), lane)
+                            in_flight[page] = entry
+                        if not in_flight and self.frontier.is_finished():
+                            break
+                        next_start = self.frontier.next_start_time()
+                        timeout = min(1.0, max(IDLE_SECONDS, (next_start or 0) - time.time()))
+                        if not in_flight:
+                            time.sleep(timeout)
+                            continue
+                        done, _ = wait(in_flight, timeout=timeout, return_when=FIRST_COMPLETED)
+                        for future in done:
+                            self.page(in_flight.pop(future), future.result())
+                finally:
+                    for future in in_flight:
+                        future.cancel()
+        finally:
+            conversions.reset(token)
+            for lane in lanes:
+                lane.close()
 
     def summary(self) -> dict:
         pages = Run.objects.filter(parent=self.run)
@@ -249,10 +362,17 @@ class Crawl:
         }
 
 
-def run_crawl(run: Run, recorder, execute: Callable[[str], str]) -> dict:
+def run_crawl(run: Run, recorder, execute: Callable[..., str]) -> dict:
     crawl = Crawl(run, recorder, execute)
-    if not crawl.resume():
-        crawl.start()
-        crawl._save()
-    crawl.loop()
+    try:
+        if not crawl.resume():
+            crawl.start()
+            crawl.save()
+        crawl.loop()
+    except RunAborted:
+        raise  # cancelled (its pages with it), or taken over by another attempt, which runs them
+    except BaseException:
+        services.cancel_pages(run)  # the crawl failed: nothing would ever run its queued pages
+        raise
+    crawl.save()
     return crawl.summary()

@@ -18,7 +18,7 @@ from profiles.store import ProfileExists, ProfileStore
 from runs import archive, queue, services, signals
 from runs.crawl import run_crawl
 from runs.engine.agent import AgentSpec, run_agent
-from runs.engine.browser import Browser, process_browser
+from runs.engine.browser import Browser, BrowserThread, process_browser
 from runs.engine.compile import Compiled
 from runs.engine.extract import ExtractSpec, SchemaMismatch, extract
 from runs.engine.fetch import fetch
@@ -39,12 +39,16 @@ CHECKPOINT_INTERVAL = 1.0
 DRAINING = None
 
 
+def allow_orm_beside_playwright() -> None:
+    """Playwright's sync API keeps its own asyncio loop registered as running on its thread, and Django then refuses
+    ORM calls there as "async unsafe". A worker is a plain synchronous process: nothing else runs on that loop while
+    we block, so the check does not protect anything here."""
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
 def worker_browser() -> Browser:
     """The Chromium of this worker process, started on first use and closed when the process exits."""
-    # Playwright's sync API keeps its own asyncio loop registered as running on this thread, and Django
-    # then refuses ORM calls as "async unsafe". A worker is a plain synchronous process: nothing else
-    # runs on that loop while we block, so the check does not protect anything here.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    allow_orm_beside_playwright()
     return process_browser(settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, settings.BROWSER_SANDBOX)
 
 
@@ -148,15 +152,23 @@ def archived_source(spec: dict) -> dict:
     return {"archived": copy, "archived_from": archive.describe_source(source)}
 
 
-def _execute(run: Run, recorder: RunRecorder) -> Outcome:
+def _execute(run: Run, recorder: RunRecorder, lane: BrowserThread | None = None) -> Outcome:
+    """lane: the browser of a run executed off this process's browser thread (a crawl's page), and how its browser
+    work is handed to that browser's thread."""
     if run.kind == Run.Kind.CRAWL:
         return Outcome(run_crawl(run, recorder, execute_run))
+    # A crawl's page keeps render auto as the engine's (plain HTTP, Chromium for a JavaScript shell): a crawl asks
+    # for screenshots with render browser. A run of its own has a screenshot in its trace: auto means the browser.
+    page = page_spec(run.spec, run=run.parent_id is None)
+    if lane:
+        allow_orm_beside_playwright()
+    browser, in_browser_thread = (lane.browser, lane.call) if lane else (worker_browser(), None)
     if run.kind == Run.Kind.FETCH:
-        return Outcome(fetch(page_spec(run.spec, run=True), recorder, worker_browser()).to_dict())
+        return Outcome(fetch(page, recorder, browser, in_browser_thread=in_browser_thread).to_dict())
     if run.kind == Run.Kind.EXTRACT:
         model_config = model_settings(run.spec)
         spec = ExtractSpec(
-            page=page_spec(run.spec, run=True),
+            page=page,
             schema=run.spec["schema"],
             instruction=run.spec.get("instruction", ""),
             compiled=run.spec.get("compiled"),
@@ -164,7 +176,13 @@ def _execute(run: Run, recorder: RunRecorder) -> Outcome:
             plain_http=(run.spec.get("options") or {}).get("render", "auto") == "auto",
             **archived_source(run.spec),
         )
-        done = extract(spec, recorder, worker_browser(), make_model(model_config) if model_config else None)
+        done = extract(
+            spec,
+            recorder,
+            browser,
+            make_model(model_config) if model_config else None,
+            in_browser_thread=in_browser_thread,
+        )
         return Outcome(done.data, done.input_tokens, done.output_tokens, done.method, done.compiled)
     return _execute_agent(run, recorder)
 
@@ -204,8 +222,9 @@ def _execute_agent(run: Run, recorder: RunRecorder) -> Outcome:
     return Outcome(done.output, done.input_tokens, done.output_tokens)
 
 
-def execute_run(run_id: str) -> str:
-    """Entry point for django-q2. Safe to call twice for one run: only one claim can succeed."""
+def execute_run(run_id: str, lane: BrowserThread | None = None) -> str:
+    """Entry point for django-q2. Safe to call twice for one run: only one claim can succeed. in_browser_thread: see
+    _execute."""
     if DRAINING is not None and DRAINING.is_set():
         queue.hand_back(run_id)
         return "handed back"
@@ -216,14 +235,14 @@ def execute_run(run_id: str) -> str:
     try:
         with logs.running(run_id, run.attempts):
             log.info("run %s (%s) started, attempt %d", run_id, run.kind, run.attempts)
-            outcome = _execute_claimed(run, recorder)
+            outcome = _execute_claimed(run, recorder, lane)
             log.info("run %s %s", run_id, outcome)
             return outcome
     finally:
         recorder.close()
 
 
-def _execute_claimed(run: Run, recorder: RunRecorder) -> str:
+def _execute_claimed(run: Run, recorder: RunRecorder, lane: BrowserThread | None = None) -> str:
     run_id = str(run.pk)
     started = time.monotonic()
 
@@ -232,7 +251,7 @@ def _execute_claimed(run: Run, recorder: RunRecorder) -> str:
         return {"inputTokens": input_tokens, "outputTokens": output_tokens, "browserMs": elapsed}
 
     try:
-        outcome = _execute(run, recorder)
+        outcome = _execute(run, recorder, lane)
     except RunAborted:
         log.info("run %s stopped: cancelled or taken over", run_id)
         return "aborted"
@@ -247,7 +266,7 @@ def _execute_claimed(run: Run, recorder: RunRecorder) -> str:
     except EngineError as error:
         # An agent that failed had still spent tokens (AgentFailed carries them).
         spent = usage(getattr(error, "input_tokens", 0), getattr(error, "output_tokens", 0))
-        services.run_finish(run=run, error={"code": error.code, "message": error.message}, usage=spent)
+        services.run_finish(run=run, error={"code": error.code, "message": error.message, **error.details}, usage=spent)
         return "failed"
     except Exception:
         log.exception("run %s crashed", run_id)

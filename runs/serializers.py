@@ -191,12 +191,13 @@ KIND_FIELDS = {
     "fetch": set(),
     "extract": {"schema", "instruction", "source", "compiled", "compile"},
     "agent": {"goal", "cred", "saveProfile", "overwriteProfile"},
-    "crawl": {"crawl"},
+    "crawl": {"crawl", "schema", "instruction"},
 }
 
 
 class CrawlOptionsSerializer(StrictSerializer):
-    """Crawl runs: which pages, how many, how politely. Each page becomes a fetch run of its own (`parent`)."""
+    """Crawl runs: which pages, how many, how politely. Each page becomes a run of its own (`parent`): a fetch run,
+    or an extract run when the crawl has a schema."""
 
     maxPages = serializers.IntegerField(min_value=1, max_value=10_000, default=100, help_text="Pages fetched at most.")
     maxDepth = serializers.IntegerField(min_value=0, max_value=50, default=3, help_text="Links away from url.")
@@ -228,6 +229,12 @@ class CrawlOptionsSerializer(StrictSerializer):
     perHostConcurrency = serializers.IntegerField(min_value=1, max_value=16, default=2)
     delayMs = serializers.IntegerField(
         min_value=0, max_value=60_000, default=0, help_text="Between two pages of a host."
+    )
+    render = serializers.ChoiceField(
+        choices=["auto", "http", "browser"],
+        default="auto",
+        help_text="How each page is loaded. auto: plain HTTP, and Chromium for a page that is a JavaScript shell; "
+        "http: plain HTTP only (no screenshot); browser: Chromium, with a screenshot per page.",
     )
 
 
@@ -271,9 +278,14 @@ class CompiledRulesSerializer(StrictSerializer):
 class RunSpecSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=Run.Kind.choices)
     url = PageUrlField(validators=[validate_target_url])
-    schema = JsonSchemaField(required=False, help_text="Extract runs: a JSON schema for the result.")
+    schema = JsonSchemaField(
+        required=False, help_text="Extract runs: a JSON schema for the result; crawl runs: each page's (extract pages)."
+    )
     instruction = serializers.CharField(
-        required=False, max_length=10_000, allow_blank=True, help_text="Extract runs: what to extract, in plain words."
+        required=False,
+        max_length=10_000,
+        allow_blank=True,
+        help_text="Extract runs (and a crawl's extract pages): what to extract, in plain words.",
     )
     goal = serializers.CharField(
         required=False, max_length=10_000, help_text="Agent runs: what the agent should achieve or find out."
@@ -304,13 +316,11 @@ class RunSpecSerializer(StrictSerializer):
         if kind == "crawl" and "crawl" not in attrs:
             attrs["crawl"] = CrawlOptionsSerializer().to_internal_value({})
         errors: dict[str, list[str]] = {}
-        for other_kind, names in KIND_FIELDS.items():
-            if other_kind == kind:
-                continue
-            for name in names - KIND_FIELDS[kind]:
-                if name in attrs:
-                    errors[name] = [f"Only {other_kind} runs take {name}."]
-        if kind == "extract":
+        for name in set().union(*KIND_FIELDS.values()) - KIND_FIELDS[kind]:
+            if name in attrs:
+                takers = " or ".join(other for other, names in KIND_FIELDS.items() if name in names)
+                errors[name] = [f"Only {takers} runs take {name}."]
+        if kind == "extract" or (kind == "crawl" and "schema" in attrs):
             schema_problem = check_json_schema(attrs.get("schema"))
             if schema_problem:
                 errors["schema"] = [schema_problem]
@@ -335,7 +345,7 @@ class RunSpecSerializer(StrictSerializer):
             ]
         if errors:
             raise serializers.ValidationError(errors)
-        needs_model = kind == "agent" or (kind == "extract" and not is_rule_schema(attrs["schema"]))
+        needs_model = kind == "agent" or ("schema" in attrs and not is_rule_schema(attrs["schema"]))
         if needs_model and not settings.MODEL_PROVIDER:
             configure = (
                 "set MODEL_PROVIDER (openai or anthropic), MODEL_NAME and OPENAI_API_KEY (and OPENAI_BASE_URL for "
@@ -462,6 +472,8 @@ class BatchSerializer(serializers.ModelSerializer):
 class RunErrorSerializer(serializers.Serializer):
     code = serializers.CharField(help_text="Stable, machine-readable (the README lists them).")
     message = serializers.CharField()
+    httpStatus = serializers.IntegerField(required=False, help_text="http_error: the status the page answered.")
+    retryAfter = serializers.CharField(required=False, help_text="http_error: the page's Retry-After header.")
 
 
 class DriftSerializer(serializers.Serializer):

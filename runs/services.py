@@ -78,7 +78,8 @@ def batch_submit(*, specs: list[dict]) -> tuple[Batch, list[Run]]:
 
 
 def run_cancel(*, run: Run) -> Run:
-    """Cancel a queued or running run. A running run's worker notices at its next checkpoint (within ~1 s)."""
+    """Cancel a queued or running run. A running run's worker notices at its next checkpoint (within ~1 s). A crawl's
+    unfinished pages are cancelled with it."""
     with transaction.atomic():
         run.refresh_from_db()
         if run.is_final:
@@ -86,7 +87,19 @@ def run_cancel(*, run: Run) -> Run:
         if not run.cancel():
             raise ServiceError("conflict", "The run changed state while cancelling; try again.", status_code=409)
         events.event_run_finished(run)
+        cancel_pages(run)
     return run
+
+
+def cancel_pages(crawl: Run) -> int:
+    """Cancel a crawl's pages that have not finished (queued ones would otherwise wait for ever: only the crawl runs
+    them); how many."""
+    cancelled = 0
+    for page in Run.objects.filter(parent=crawl, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]):
+        if page.cancel():
+            events.event_run_finished(page)
+            cancelled += 1
+    return cancelled
 
 
 def run_claim(*, run_id: str, worker: str) -> Run | None:

@@ -127,7 +127,7 @@ if CONFIG.database_url:
 else:
     DATABASES = {
         "default": {
-            "ENGINE": "django.db.backends.sqlite3",
+            "ENGINE": "service.sqlite",
             "NAME": DATA_DIR / "db.sqlite3",
             "OPTIONS": {
                 # IMMEDIATE: a writer takes the lock at BEGIN, so concurrent writers wait on the busy

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import contextvars
 import logging
 import os
 import shutil
@@ -208,12 +209,14 @@ class BrowserThread:
                 self._waiting -= 1
             return work()
 
-        return self._executor.submit(started).result()
+        # In the caller's context: a crawl's conversions go where its context says (runs/engine/fetch.py).
+        return self._executor.submit(contextvars.copy_context().run, started).result()
 
     def close(self) -> None:
         with contextlib.suppress(RuntimeError):  # the executor is already shut down at interpreter exit
             self._executor.submit(self.browser.close).result(timeout=10)
         self._executor.shutdown(wait=False)
+        atexit.unregister(self.close)  # closed before exit (a crawl's): nothing left for exit to do
 
 
 _browser_thread: BrowserThread | None = None

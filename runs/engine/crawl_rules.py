@@ -42,6 +42,7 @@ a crawl permission; robots.txt is the permission, and it is honoured.
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 from collections import Counter, deque
@@ -82,8 +83,10 @@ _ID_SEGMENT = re.compile(r"^(?=[^/]*\d)[0-9a-fA-F-]{8,}$")
 # --- URLs ---------------------------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=65_536)
 def normalize_url(url: str, base: str | None = None) -> str | None:
-    """The one spelling of a page's URL (see the module docstring), or None for what is not an http(s) URL."""
+    """The one spelling of a page's URL (see the module docstring), or None for what is not an http(s) URL. Cached:
+    a site's pages repeat the same navigation links, and a crawl normalises each link it offers twice."""
     try:
         parts = urlsplit(urljoin(base, url.strip()) if base else url.strip())
         scheme = parts.scheme.lower()

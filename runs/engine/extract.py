@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -113,13 +114,20 @@ def _out_of_time(spec: ExtractSpec) -> EngineError:
     return EngineError("timeout", f"The data was not extracted within timeoutMs ({spec.page.options.timeout_ms} ms).")
 
 
-def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Model | None) -> ExtractResult:
+def extract(
+    spec: ExtractSpec,
+    recorder: Recorder,
+    browser: Browser,
+    model: Model | None,
+    *,
+    in_browser_thread: Callable[[Callable[[], LoadedPage]], LoadedPage] | None = None,
+) -> ExtractResult:
     """timeoutMs bounds the whole of it: the page load, and every model request gets at most the time left.
 
     With spec.compiled (a saved query's compiled rules) the rules run first: when their output validates and no leaf
     they filled last time is empty, no model is called ("rules"); the leaves the rules cannot fill are asked of the
     model alone ("mixed"); otherwise the model reads the page ("model"). With spec.compile, an answer that came from
-    the model is compiled into rules (ExtractResult.compiled), verified on this page."""
+    the model is compiled into rules (ExtractResult.compiled), verified on this page. in_browser_thread: as load's."""
     deadline = time.monotonic() + spec.page.options.timeout_ms / 1000
     # The API refuses such schemas at submit; a run queued before that check existed still fails before loading.
     problems = rule_problems(spec.schema)
@@ -139,7 +147,7 @@ def extract(spec: ExtractSpec, recorder: Recorder, browser: Browser, model: Mode
     if spec.archived is not None:
         loaded = load_archived(spec.archived, recorder, source=spec.archived_from)
     else:
-        loaded = load(spec.page, recorder, browser)
+        loaded = load(spec.page, recorder, browser, in_browser_thread=in_browser_thread)
     if is_rule_schema(spec.schema):
         data = _apply_rules(spec.schema, loaded, recorder)
         errors = validation_errors(spec.schema, data)

@@ -7,13 +7,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
+from contextvars import ContextVar
 
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from runs.engine.browser import Browser
-from runs.engine.http_fetch import http_load, is_js_shell, title_and_links
+from runs.engine.http_fetch import http_error, http_load, is_js_shell, title_and_links
 from runs.engine.markdown import Converted, convert
 from runs.engine.navigation import (
     HTML_MAX_CHARS,
@@ -107,7 +108,7 @@ def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser, *, convert:
         page=PageCopy(final_url, status, content_type, snapshot.html),
     )
     if status >= 400:
-        raise EngineError("http_error", f"The page answered HTTP {status}.")
+        raise http_error(status, headers.get("retry-after"))
     if content_type and content_type not in HTML_TYPES:
         raise EngineError("not_html", f"The response is {content_type}, not an HTML page.")
     return LoadedPage(
@@ -125,10 +126,17 @@ def load_page(spec: FetchSpec, recorder: Recorder, browser: Browser, *, convert:
 
 _converters: list[ThreadPoolExecutor] = []
 _converters_lock = threading.Lock()
+# Where Markdown conversions go in this context instead of this process's Markdown thread: a crawl converts its pages
+# in processes of its own (conversion is CPU-bound Python; one process would hold the crawl to one core).
+conversions: ContextVar[Executor | None] = ContextVar("conversions", default=None)
 
 
-def _converter() -> ThreadPoolExecutor:
-    """This process's Markdown thread (one: a worker runs one run at a time, and conversion is CPU-bound)."""
+def _converter() -> Executor:
+    """The executor of this context's conversions, else this process's Markdown thread (one: a worker runs one run
+    at a time, and conversion is CPU-bound)."""
+    chosen = conversions.get()
+    if chosen is not None:
+        return chosen
     with _converters_lock:
         if not _converters:
             _converters.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="markdown"))
@@ -198,6 +206,9 @@ def snapshot_markdown(loaded: LoadedPage, recorder: Recorder, *, main_content: b
     step's (complete) observation; the step's duration is the conversion's. With the page's type."""
     if loaded.markdown is not None:
         converted, duration_ms = loaded.markdown.result()
+    elif conversions.get() is not None:
+        converting = _converter().submit(_timed_conversion, loaded.html, main_content, loaded.final_url)
+        converted, duration_ms = converting.result()
     else:
         converted, duration_ms = _timed_conversion(loaded.html, main_content, loaded.final_url)
     recorder.step(

@@ -148,7 +148,7 @@ def http_load(spec: FetchSpec, recorder: Recorder) -> LoadedPage:
         page=PageCopy(final_url, response.status_code, content_type, html),
     )
     if response.status_code >= 400:
-        raise EngineError("http_error", f"The page answered HTTP {response.status_code}.")
+        raise http_error(response.status_code, response.headers.get("retry-after"))
     if content_type and content_type not in HTML_TYPES:
         raise EngineError("not_html", f"The response is {content_type}, not an HTML page.")
     return LoadedPage(
@@ -180,6 +180,14 @@ def _document(html: str):
         return lxml.html.document_fromstring(html) if html.strip() else None
     except (ValueError, lxml.etree.ParserError):
         return None
+
+
+def http_error(status: int, retry_after: str | None) -> EngineError:
+    """The error of a page that answered 4xx/5xx, with the status and Retry-After for a crawl's back-off."""
+    details: dict = {"httpStatus": status}
+    if retry_after:
+        details["retryAfter"] = retry_after[:100]
+    return EngineError("http_error", f"The page answered HTTP {status}.", details)
 
 
 def title_and_links(html: str, base_url: str) -> tuple[str, list[str]]:

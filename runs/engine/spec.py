@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -15,12 +16,14 @@ if TYPE_CHECKING:
 
 
 class EngineError(Exception):
-    """A run failed for a reason the user should see; `code` is stable, `message` is one sentence."""
+    """A run failed for a reason the user should see; `code` is stable, `message` is one sentence; details: facts a
+    program may act on, kept in the run's error next to code and message (http_error: httpStatus, retryAfter)."""
 
-    def __init__(self, code: str, message: str):
+    def __init__(self, code: str, message: str, details: dict | None = None):
         super().__init__(message)
         self.code = code
         self.message = message
+        self.details = details or {}
 
 
 @dataclass(frozen=True, repr=False)
@@ -238,3 +241,8 @@ class Credential:
 
     def to_metadata(self) -> dict:
         return {"name": self.name, "domains": list(self.domains), "hasTotp": bool(self.totp_secret)}
+
+
+# How a caller whose thread does not own the browser has a page loaded there: it is given the load to run and returns
+# its result (BrowserThread.call; a crawl's pages hand their browser work to the crawl's thread).
+BrowserHandOff = Callable[[Callable[[], LoadedPage]], LoadedPage]

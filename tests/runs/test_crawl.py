@@ -9,6 +9,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -22,6 +23,7 @@ pytestmark = pytest.mark.live
 class CrawlSite:
     def __init__(self):
         self.hits: Counter[str] = Counter()
+        self.busy_at = 0.0
         site = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -33,6 +35,9 @@ class CrawlSite:
                 status, content_type, body = site.answer(self.path)
                 payload = body.encode()
                 self.send_response(status)
+                if status == 429:
+                    site.busy_at = time.monotonic()
+                    self.send_header("Retry-After", "2")
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
@@ -93,6 +98,16 @@ class CrawlSite:
             if self.hits[path] == 1:
                 time.sleep(30)  # the worker is killed meanwhile
             return self.page("Hung once", [])
+        if parts.path == "/app":  # a JavaScript shell: its content and links exist only once scripts ran
+            script = (
+                "document.getElementById('root').innerHTML = '<h1>Rendered app</h1><p>Written by the script of the "
+                "app page.</p><a href=\"/c\">c</a>';"
+            )
+            return 200, "text/html", f'<html><body><div id="root"></div><script>{script}</script></body></html>'
+        if parts.path == "/busy":  # too busy the first time, with a Retry-After
+            if self.hits[path] == 1:
+                return 429, "text/html", "<html><body>slow down</body></html>"
+            return self.page("Busy", [])
         if parts.path == "/calendar":
             month = int(parse_qs(parts.query)["month"][0])
             return self.page(f"Month {month}", [f"/calendar?month={month + 1}"])
@@ -205,7 +220,11 @@ def test_a_crawl_whose_worker_dies_goes_on_from_its_frontier_and_fetches_no_fini
             {
                 "kind": "crawl",
                 "url": crawl_site.base + "/resume",
-                "crawl": {"sitemap": "off", "include": ["/resume", "/r*", "/hang-once"]},
+                "crawl": {
+                    "sitemap": "off",
+                    "include": ["/resume", "/r*", "/hang-once"],
+                    "perHostConcurrency": 1,  # one page at a time: which were done at the kill is known
+                },
             }
         )
         deadline = time.monotonic() + 60
@@ -241,7 +260,10 @@ def test_cancelling_a_crawl_stops_it_between_pages(service, crawl_site):
     assert run["status"] == "cancelled"
     pages = len(service.get(f"/api/runs?parent={run['id']}").json()["results"])
     time.sleep(2)  # past the next page's start, had the crawl gone on
-    assert len(service.get(f"/api/runs?parent={run['id']}").json()["results"]) == pages < 5
+    listed = service.get(f"/api/runs?parent={run['id']}").json()["results"]
+    assert len(listed) == pages < 5
+    # No page is left waiting for a crawl that will never run it.
+    assert not [page["status"] for page in listed if page["status"] in ("queued", "running")], listed
 
 
 def test_a_crawl_on_one_worker_finishes_while_the_queue_is_full_behind_it(tmp_path, crawl_site):
@@ -260,3 +282,71 @@ def test_a_crawl_on_one_worker_finishes_while_the_queue_is_full_behind_it(tmp_pa
         assert service.wait(waiting["id"], timeout=60)["status"] == "succeeded"
     finally:
         service.stop()
+
+
+def test_a_crawl_with_a_schema_makes_each_page_an_extract_run(service, crawl_site):
+    schema = {"type": "object", "properties": {"heading": {"type": "string", "x-selector": "h1"}}}
+    response = service.session.post(
+        f"{service.base_url}/api/runs",
+        json={"kind": "crawl", "url": crawl_site.base + "/a", "schema": schema, "crawl": {"sitemap": "off"}},
+    )
+    assert response.status_code == 201, response.content
+    run = service.wait(response.json()["id"], timeout=120)
+    assert run["status"] == "succeeded", run
+    pages = service.get(f"/api/runs?parent={run['id']}&include=result").json()["results"]
+    by_path = {urlsplit(page["url"]).path: page for page in pages}
+    assert {"/a", "/c", "/"} <= set(by_path)
+    assert {page["kind"] for page in pages} == {"extract"}
+    assert by_path["/a"]["result"] == {"heading": "A"} and by_path["/c"]["result"] == {"heading": "c"}
+    # A schema that needs a model is refused at once when none is configured, naming why.
+    refused = service.session.post(
+        f"{service.base_url}/api/runs",
+        json={"kind": "crawl", "url": crawl_site.base + "/", "schema": {"type": "object"}},
+    )
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "model_not_configured"
+    goal = service.session.post(
+        f"{service.base_url}/api/runs", json={"kind": "crawl", "url": crawl_site.base + "/", "goal": "x"}
+    )
+    assert goal.status_code == 400 and goal.json()["error"]["fields"]["goal"] == ["Only agent runs take goal."]
+
+
+def test_render_auto_loads_a_javascript_shell_in_the_browser_and_other_pages_over_plain_http(service, crawl_site):
+    run, pages = crawl(service, crawl_site.base + "/app", sitemap="off", maxDepth=1)
+    assert run["status"] == "succeeded", run
+    by_path = {urlsplit(page["url"]).path: page for page in pages}
+    assert set(by_path) == {"/app", "/c"}  # /c is linked only by what the app's script wrote
+    app = service.get(f"/api/runs/{by_path['/app']['id']}").json()
+    assert "Written by the script of the app page" in app["result"]["markdown"]
+    assert app["result"]["render"] == "browser"
+    plain = service.get(f"/api/runs/{by_path['/c']['id']}").json()
+    assert plain["result"]["render"] == "http"
+    assert "plain HTTP, no browser" in plain["steps"][0]["observation"]
+
+
+def test_render_browser_gives_every_page_a_screenshot(service, crawl_site):
+    run, pages = crawl(service, crawl_site.base + "/a", sitemap="off", maxDepth=1, render="browser")
+    assert run["status"] == "succeeded", run
+    assert {urlsplit(page["url"]).path for page in pages} == {"/a", "/c", "/"}
+    for page in pages:
+        detail = service.get(f"/api/runs/{page['id']}").json()
+        assert detail["result"]["render"] == "browser"
+        shot = detail["steps"][0]["screenshot"]
+        assert shot and service.get(shot).headers["Content-Type"].startswith("image/")
+
+
+def test_a_page_answering_429_backs_its_host_off_for_retry_after_and_is_tried_again(service, crawl_site):
+    run, pages = crawl(service, crawl_site.base + "/busy", sitemap="off")
+    assert run["status"] == "succeeded", run
+    tries = sorted((page for page in pages if page["url"].endswith("/busy")), key=lambda page: page["createdAt"])
+    assert [page["status"] for page in tries] == ["failed", "succeeded"]
+    first = service.get(f"/api/runs/{tries[0]['id']}").json()
+    assert first["error"] == {
+        "code": "http_error",
+        "message": "The page answered HTTP 429.",
+        "httpStatus": 429,
+        "retryAfter": "2",
+    }
+    retried = service.get(f"/api/runs/{tries[1]['id']}").json()
+    waited = datetime.fromisoformat(retried["startedAt"]) - datetime.fromisoformat(first["finishedAt"])
+    assert waited.total_seconds() >= 1.9  # Retry-After: 2
+    assert crawl_site.hits["/busy"] == 2

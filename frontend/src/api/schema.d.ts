@@ -590,7 +590,10 @@ export interface components {
     };
     /** @enum {string} */
     CookieSummaryStatusEnum: "fresh" | "expiring" | "expired" | "session-only" | "empty";
-    /** @description Crawl runs: which pages, how many, how politely. Each page becomes a fetch run of its own (`parent`). */
+    /**
+     * @description Crawl runs: which pages, how many, how politely. Each page becomes a run of its own (`parent`): a fetch run,
+     *     or an extract run when the crawl has a schema.
+     */
     CrawlOptions: {
       /**
        * @description Pages fetched at most.
@@ -628,8 +631,16 @@ export interface components {
        * @default 0
        */
       delayMs?: number;
+      /**
+       * @description How each page is loaded. auto: plain HTTP, and Chromium for a page that is a JavaScript shell; http: plain HTTP only (no screenshot); browser: Chromium, with a screenshot per page.
+       * @default auto
+       */
+      render?: components["schemas"]["RenderEnum"];
     };
-    /** @description Crawl runs: which pages, how many, how politely. Each page becomes a fetch run of its own (`parent`). */
+    /**
+     * @description Crawl runs: which pages, how many, how politely. Each page becomes a run of its own (`parent`): a fetch run,
+     *     or an extract run when the crawl has a schema.
+     */
     CrawlOptionsRequest: {
       /**
        * @description Pages fetched at most.
@@ -667,6 +678,11 @@ export interface components {
        * @default 0
        */
       delayMs?: number;
+      /**
+       * @description How each page is loaded. auto: plain HTTP, and Chromium for a page that is a JavaScript shell; http: plain HTTP only (no screenshot); browser: Chromium, with a screenshot per page.
+       * @default auto
+       */
+      render?: components["schemas"]["RenderEnum"];
     };
     /** @enum {string} */
     CrawlRunSpecKindEnum: "crawl";
@@ -682,6 +698,12 @@ export interface components {
        * @description An http:// or https:// URL.
        */
       url: string;
+      /** @description Extract runs: a JSON schema for the result; crawl runs: each page's (extract pages). */
+      schema?: {
+        [key: string]: unknown;
+      };
+      /** @description Extract runs (and a crawl's extract pages): what to extract, in plain words. */
+      instruction?: string;
       /** @description Start from this stored login profile. */
       profile?: string;
       /** @description A Playwright storage-state file in the data directory (instead of profile). */
@@ -763,11 +785,11 @@ export interface components {
        * @description An http:// or https:// URL.
        */
       url: string;
-      /** @description Extract runs: a JSON schema for the result. */
+      /** @description Extract runs: a JSON schema for the result; crawl runs: each page's (extract pages). */
       schema: {
         [key: string]: unknown;
       };
-      /** @description Extract runs: what to extract, in plain words. */
+      /** @description Extract runs (and a crawl's extract pages): what to extract, in plain words. */
       instruction?: string;
       /** @description Start from this stored login profile. */
       profile?: string;
@@ -1088,7 +1110,7 @@ export interface components {
       step?: number;
     };
     /** @enum {string} */
-    RenderEnum: "auto" | "browser" | "http";
+    RenderEnum: "auto" | "http" | "browser";
     Run: {
       /** Format: uuid */
       readonly id: string;
@@ -1154,6 +1176,10 @@ export interface components {
       /** @description Stable, machine-readable (the README lists them). */
       code: string;
       message: string;
+      /** @description http_error: the status the page answered. */
+      httpStatus?: number;
+      /** @description http_error: the page's Retry-After header. */
+      retryAfter?: string;
     };
     /** @enum {string} */
     RunKindEnum: "fetch" | "extract" | "agent" | "crawl";
@@ -1166,11 +1192,11 @@ export interface components {
        * @description An http:// or https:// URL.
        */
       url: string;
-      /** @description Extract runs: a JSON schema for the result. */
+      /** @description Extract runs: a JSON schema for the result; crawl runs: each page's (extract pages). */
       schema?: {
         [key: string]: unknown;
       };
-      /** @description Extract runs: what to extract, in plain words. */
+      /** @description Extract runs (and a crawl's extract pages): what to extract, in plain words. */
       instruction?: string;
       /** @description Agent runs: what the agent should achieve or find out. */
       goal?: string;

@@ -8,7 +8,7 @@ from django.core.management.base import CommandError, CommandParser
 
 from runs.cli import RunCommand, add_run_options, state_fields
 from runs.models import Run
-from service.kernel.cli import check_writable
+from service.kernel.cli import check_writable, read_json_option
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -53,10 +53,24 @@ class Command(RunCommand):
         )
         parser.add_argument("--ignore-robots", action="store_true", help="Do not read or honour robots.txt.")
         parser.add_argument("--delay-ms", type=int, default=0, help="Pause between two pages of a host.")
+        parser.add_argument(
+            "--per-host-concurrency", type=int, default=2, help="Pages of one host loaded at a time (default 2)."
+        )
+        parser.add_argument(
+            "--render",
+            choices=["auto", "http", "browser"],
+            default="auto",
+            help="auto (the default): plain HTTP, Chromium for JavaScript shells; http: plain HTTP only; browser: "
+            "Chromium for every page (a screenshot each).",
+        )
+        parser.add_argument(
+            "--schema", help="Extract from every page: a JSON schema, inline or @file (each page an extract run)."
+        )
+        parser.add_argument("--instruction", help="With --schema: what to extract, in plain words.")
         parser.add_argument("--out", help="A directory to write the pages' Markdown to (created; checked first).")
         add_run_options(parser)
 
-    def handle(self, *args, url: str, out: str | None, **options) -> None:
+    def handle(self, *args, url: str, out: str | None, schema: str | None, instruction: str | None, **options) -> None:
         if out:
             if options["queue"] and not options["wait"]:
                 raise CommandError("--out needs the pages: with --queue, add --wait.", returncode=2)
@@ -78,10 +92,16 @@ class Command(RunCommand):
                 "sitemap": options["sitemap"],
                 "respectRobots": not options["ignore_robots"],
                 "delayMs": options["delay_ms"],
+                "perHostConcurrency": options["per_host_concurrency"],
+                "render": options["render"],
             },
             "options": {"timeoutMs": options["timeout_ms"]},
             **state_fields(options["profile"], options["storage_state"]),
         }
+        if schema is not None:
+            spec["schema"] = read_json_option(schema, "--schema")
+        if instruction is not None:
+            spec["instruction"] = instruction
         run = self.run_spec(spec, options)
         if run is None:
             return
