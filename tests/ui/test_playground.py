@@ -11,7 +11,10 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from playwright.sync_api import expect
@@ -461,6 +464,163 @@ def test_api_errors_read_as_sentences(ui, site):
     expect(page.get_by_role("alert")).to_have_text("There is no run 00000000-0000-4000-8000-000000000000.")
     ui.goto("/no/such/screen")
     expect(page.get_by_text("There is no page here.")).to_be_visible()
+
+
+class LinkedSite:
+    """Three linked pages on 127.0.0.1 for a crawl: / -> /guide -> /about (each links back), and a link from / to a
+    page the crawl's exclude glob leaves out. /about answers only once the test releases it, so the crawl is seen
+    running with two pages done."""
+
+    PAGES = {
+        "/": ("Crawl home", ["/guide", "/private/draft"]),
+        "/guide": ("Crawl guide", ["/", "/about"]),
+        "/about": ("Crawl about", ["/guide"]),
+        "/private/draft": ("Draft", []),
+    }
+
+    def __init__(self):
+        self.hits: Counter[str] = Counter()
+        self.release = threading.Event()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format, *args):
+                pass
+
+            def do_GET(self):
+                site.hits[self.path] += 1
+                if self.path not in site.PAGES:
+                    self.send_error(404)  # robots.txt and sitemap.xml too: crawl everything, links only
+                    return
+                if self.path == "/about":
+                    site.release.wait(timeout=60)
+                title, links = site.PAGES[self.path]
+                anchors = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
+                body = (
+                    f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>"
+                    f"<p>{title} is a page of a small site, with words enough to be its main content.</p>"
+                    f"<ul>{anchors}</ul></main></body></html>"
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def __enter__(self) -> LinkedSite:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def linked_site():
+    with LinkedSite() as served:
+        yield served
+
+
+def test_crawl_a_small_site_from_the_form_and_watch_its_pages_arrive(ui, linked_site):
+    ui.sign_in()
+    page = ui.page
+    ui.goto("/")
+    page.get_by_role("radio", name="Crawl").check()
+    page.get_by_label("URL", exact=True).fill(linked_site.url("/"))
+    page.get_by_label("Max pages").fill("10")
+    page.get_by_label("Max depth").fill("2")
+    page.get_by_label("Exclude").fill("/private/**\n")
+    page.get_by_label("Find pages by").select_option("off")
+    page.get_by_label("Load pages with").select_option("http")
+    page.get_by_label("Pages at once per host").fill("1")
+
+    # A schema the service refuses: its sentence shows under the schema, and nothing is submitted.
+    ui.expect_console_error("400")
+    schema = page.get_by_label("Schema")
+    schema.fill('{"type": "object", "properties": {"name": {"type": "string", "x-source": "nowhere"}}}')
+    page.get_by_role("button", name="Run crawl").click()
+    schema_error = page.locator(".schema-field .field-error")
+    expect(schema_error).to_contain_text("properties.name.x-source: Must be one of")
+    expect(page).to_have_url(ui.url("/"))
+    ui.snap("27-new-run-crawl-schema-refused")
+
+    schema.fill("")
+    page.get_by_role("button", name="Run crawl").click()
+    expect(page).to_have_url(re.compile(r"/runs/[0-9a-f-]{36}/live$"))
+    crawl_id = page.url.rsplit("/", 2)[1]
+    spec = ui.live.get(f"/api/runs/{crawl_id}").json()["spec"]
+    assert spec["crawl"] == {
+        "maxPages": 10,
+        "maxDepth": 2,
+        "include": [],
+        "exclude": ["/private/**"],
+        "scope": "host",
+        "sitemap": "off",
+        "respectRobots": True,
+        "render": "http",
+        "perHostConcurrency": 1,
+        "delayMs": 0,
+    }
+    assert "schema" not in spec
+
+    # Live: / and /guide are done while /about is held; the counts come from the crawl's steps as they arrive.
+    rows = page.locator("table.crawl-pages tbody tr")
+    succeeded = rows.filter(has=page.locator('[data-status="succeeded"]'))
+    expect(succeeded).to_have_count(2)
+    wait_for_status(page, "running")
+    count = lambda name: page.locator(f'[data-count="{name}"]')  # noqa: E731
+    expect(count("done")).to_have_text("2")
+    expect(count("found")).to_have_text("5")  # the start URL, 2 links of /, 2 of /guide
+    expect(count("waiting")).to_have_text("1")
+    expect(count("failed")).to_have_text("0")
+    expect(count("rate")).to_have_text(re.compile(r"^\d+(\.\d)? pages/(min|s)$"))
+    guide = rows.filter(has_text=linked_site.url("/guide"))
+    expect(guide.locator('td[data-label="Title"]')).to_have_text("Crawl guide")
+    ui.snap("28-live-crawl-two-pages-done")
+
+    linked_site.release.set()
+    wait_for_status(page, "succeeded")
+    expect(succeeded).to_have_count(3)
+    expect(count("done")).to_have_text("3")
+    expect(count("found")).to_have_text("6")
+    expect(count("waiting")).to_have_text("0")
+    urls = rows.locator('td[data-label="Page"]').all_inner_texts()
+    assert sorted(urls) == sorted(linked_site.url(path) for path in ("/", "/guide", "/about"))
+    expect(rows.filter(has_text=linked_site.url("/about")).locator('td[data-label="Title"]')).to_have_text(
+        "Crawl about"
+    )
+    assert linked_site.hits["/private/draft"] == 0
+    ui.snap("29-live-crawl-finished")
+
+    # The crawl's detail: its summary and the same table; a page's link opens that page's run, which links back.
+    page.get_by_role("link", name="Open run detail").click()
+    expect(page).to_have_url(ui.url(f"/runs/{crawl_id}"))
+    expect(page.locator('[data-summary="byStatus"]')).to_have_text("succeeded 3")
+    expect(page.locator('[data-summary="skipped"]')).to_have_text("duplicate 2 · excluded 1")
+    expect(succeeded).to_have_count(3)
+    ui.snap("30-crawl-run-detail")
+    pages = {p["url"]: p["id"] for p in ui.live.get(f"/api/runs?parent={crawl_id}").json()["results"]}
+    guide.get_by_role("link").click()
+    expect(page).to_have_url(ui.url(f"/runs/{pages[linked_site.url('/guide')]}"))
+    expect(page.locator(".markdown")).to_contain_text("Crawl guide is a page of a small site")
+    page.get_by_role("link", name=crawl_id[:8]).click()
+    expect(page).to_have_url(ui.url(f"/runs/{crawl_id}"))
+
+    # On a phone the pages table becomes cards and nothing scrolls sideways.
+    page.set_viewport_size({"width": 390, "height": 844})
+    expect(succeeded).to_have_count(3)
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"the crawl's detail scrolls sideways by {overflow}px at 390px"
+    ui.snap("31-narrow-crawl-run-detail")
 
 
 def test_narrow_screen_390px(chromium, live_ui, screenshots, site):

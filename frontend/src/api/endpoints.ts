@@ -28,6 +28,8 @@ export interface RunFilter {
   kind?: RunKind | "";
   status?: RunStatus | "";
   query?: string;
+  /** A crawl's pages: the crawl run's id. */
+  parent?: string;
   since?: string;
   until?: string;
 }
@@ -38,6 +40,7 @@ export function filterParams(filter: RunFilter): Record<string, string> {
   if (filter.kind) params.kind = filter.kind;
   if (filter.status) params.status = filter.status;
   if (filter.query?.trim()) params.query = filter.query.trim();
+  if (filter.parent) params.parent = filter.parent;
   if (filter.since) params.since = filter.since;
   if (filter.until) params.until = filter.until;
   return params;
@@ -48,6 +51,9 @@ export const runs = {
   list: (filter: RunFilter, cursor: string | null, limit: number, signal?: AbortSignal) =>
     api<RunPage>(`/api/runs${query({ ...filterParams(filter), cursor, limit })}`, { signal }),
   get: (id: string, signal?: AbortSignal) => api<RunDetail>(`/api/runs/${encodeURIComponent(id)}`, { signal }),
+  /** One run with its result and without its trace (a list of one, include=result). */
+  withResult: async (id: string, signal?: AbortSignal) =>
+    (await api<{ results: Run[] }>(`/api/runs${query({ id, include: "result", limit: 1 })}`, { signal })).results[0],
   cancel: (id: string) => api<Run>(`/api/runs/${encodeURIComponent(id)}/cancel`, { method: "POST" }),
   reextract: (id: string, changes: Reextract) =>
     api<Run>(`/api/runs/${encodeURIComponent(id)}/reextract`, { method: "POST", body: changes }),

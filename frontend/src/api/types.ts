@@ -9,6 +9,9 @@ type Schemas = components["schemas"];
 export type RunKind = Schemas["RunKindEnum"];
 export type RunStatus = Schemas["RunStatusEnum"];
 export type Render = Schemas["RenderEnum"];
+export type CrawlOptions = Schemas["CrawlOptions"];
+export type CrawlScope = Schemas["ScopeEnum"];
+export type CrawlSitemap = Schemas["SitemapEnum"];
 
 /** Every member of a union, once: a list that misses one (or names another) does not compile. */
 function allOf<T extends string>() {

@@ -55,3 +55,22 @@ export function useNow(active: boolean, ms = 1000): number {
   }, [active, ms]);
   return now;
 }
+
+/** `value`, changing at most once every `ms`: a change after a quiet spell at once, later ones at the end of the
+ * wait (the latest of them). */
+export function useThrottled<T>(value: T, ms: number): T {
+  const [shown, setShown] = useState(value);
+  const last = useRef(0);
+  useEffect(() => {
+    if (Object.is(value, shown)) return;
+    const timer = setTimeout(
+      () => {
+        last.current = Date.now();
+        setShown(value);
+      },
+      Math.max(0, last.current + ms - Date.now()),
+    );
+    return () => clearTimeout(timer);
+  }, [value, shown, ms]);
+  return shown;
+}

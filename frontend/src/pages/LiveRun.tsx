@@ -4,6 +4,7 @@ import { ApiError, api, notifyUnauthorized } from "../api/client";
 import { runs } from "../api/endpoints";
 import { RunStream, type StreamState } from "../api/events";
 import { isFinal, type Run, type RunDetail, type RunFrame } from "../api/types";
+import { CrawlProgress, CrawlSummaryView } from "../components/CrawlProgress";
 import { ResultView } from "../components/ResultView";
 import { StepList } from "../components/Steps";
 import { ErrorBanner, KindBadge, Loading, PageHeader, RunErrorBanner, StatusBadge } from "../components/ui";
@@ -164,6 +165,17 @@ export function LiveRun() {
       )}
       {live.error && <RunErrorBanner error={live.error} />}
 
+      {run?.kind === "crawl" && (
+        <CrawlProgress
+          run={run}
+          steps={live.steps}
+          status={status}
+          startedAt={startedAt}
+          finishedAt={finishedAt}
+          now={now}
+        />
+      )}
+
       <section className="section" aria-labelledby="steps-title">
         <h2 id="steps-title">
           Steps <span className="count">{live.steps.length}</span>
@@ -187,7 +199,11 @@ export function LiveRun() {
       {finished && detail && detail.status === "succeeded" && (
         <section className="section" aria-labelledby="result-title">
           <h2 id="result-title">Result</h2>
-          <ResultView kind={detail.kind} result={detail.result} />
+          {detail.kind === "crawl" ? (
+            <CrawlSummaryView result={detail.result} />
+          ) : (
+            <ResultView kind={detail.kind} result={detail.result} />
+          )}
         </section>
       )}
     </div>

@@ -3,6 +3,7 @@ import { useLocation, useNavigate } from "react-router";
 import { ApiError } from "../api/client";
 import { profiles as profilesApi, runs } from "../api/endpoints";
 import type { Render, RunKind, RunSpec } from "../api/types";
+import { CrawlFields } from "../components/CrawlFields";
 import { SchemaEditor, useSchemaCheck } from "../components/SchemaEditor";
 import { describedBy, ErrorBanner, Field, PageHeader } from "../components/ui";
 import { buildSpec, initialState, validate, type FormState } from "../lib/runForm";
@@ -14,7 +15,7 @@ const KIND_INFO: Record<RunKind, { label: string; text: string }> = {
   agent: { label: "Agent", text: "A model drives the browser toward a goal, step by step." },
   crawl: {
     label: "Crawl",
-    text: "Follow a site's links from the page (up to 100 pages, 3 links deep); each page becomes a fetch run.",
+    text: "Follow a site's links and sitemaps from the page; each page becomes a run of its own.",
   },
 };
 
@@ -102,28 +103,38 @@ export function NewRun() {
           />
         </Field>
 
-        {form.kind === "extract" && (
+        {form.kind === "crawl" && (
+          <CrawlFields crawl={form.crawl} onChange={(crawl) => set("crawl", crawl)} problem={problem} />
+        )}
+
+        {(form.kind === "extract" || form.kind === "crawl") && (
           <>
             <SchemaEditor
               id="run-schema"
+              label={form.kind === "crawl" ? "Schema (optional: each page's JSON)" : "Schema"}
               value={form.schema}
               onChange={(value) => set("schema", value)}
-              serverError={server?.field("schema") ?? (touched && !form.schema.trim() ? "Enter a schema." : null)}
+              serverError={
+                server?.field("schema") ??
+                (touched && form.kind === "extract" && !form.schema.trim() ? "Enter a schema." : null)
+              }
             />
-            <Field
-              id="run-instruction"
-              label="Instruction"
-              hint="Optional: tells the model what to look for (not used when every field has a selector)."
-              error={problem("instruction")}
-            >
-              <textarea
+            {(form.kind === "extract" || form.schema.trim()) && (
+              <Field
                 id="run-instruction"
-                rows={2}
-                value={form.instruction}
-                onChange={(event) => set("instruction", event.target.value)}
-                aria-describedby={describedBy("run-instruction", true, problem("instruction"))}
-              />
-            </Field>
+                label="Instruction"
+                hint="Optional: tells the model what to look for (not used when every field has a selector)."
+                error={problem("instruction")}
+              >
+                <textarea
+                  id="run-instruction"
+                  rows={2}
+                  value={form.instruction}
+                  onChange={(event) => set("instruction", event.target.value)}
+                  aria-describedby={describedBy("run-instruction", true, problem("instruction"))}
+                />
+              </Field>
+            )}
           </>
         )}
 
@@ -262,37 +273,44 @@ export function NewRun() {
           <summary>Options</summary>
           <div className="options-grid">
             {form.kind !== "agent" && (
-              <>
-                <label className="check">
-                  <input
-                    type="checkbox"
-                    checked={form.mainContent}
-                    onChange={(event) => set("mainContent", event.target.checked)}
-                  />
-                  Main content only
-                </label>
-                <Field id="run-render" label="Render">
-                  <select
-                    id="run-render"
-                    value={form.render}
-                    onChange={(event) => set("render", event.target.value as Render)}
-                  >
-                    <option value="auto">Auto (browser)</option>
-                    <option value="browser">Browser</option>
-                    <option value="http">Plain HTTP (no screenshot)</option>
-                  </select>
-                </Field>
-              </>
+              <label className="check">
+                <input
+                  type="checkbox"
+                  checked={form.mainContent}
+                  onChange={(event) => set("mainContent", event.target.checked)}
+                />
+                Main content only
+              </label>
             )}
-            <label className="check">
-              <input
-                type="checkbox"
-                checked={form.screenshots}
-                onChange={(event) => set("screenshots", event.target.checked)}
-              />
-              Screenshots
-            </label>
-            <Field id="run-timeout" label="Timeout (seconds)" error={problem("options.timeoutMs")}>
+            {(form.kind === "fetch" || form.kind === "extract") && (
+              <Field id="run-render" label="Render">
+                <select
+                  id="run-render"
+                  value={form.render}
+                  onChange={(event) => set("render", event.target.value as Render)}
+                >
+                  <option value="auto">Auto (browser)</option>
+                  <option value="browser">Browser</option>
+                  <option value="http">Plain HTTP (no screenshot)</option>
+                </select>
+              </Field>
+            )}
+            {form.kind !== "crawl" && (
+              <label className="check">
+                <input
+                  type="checkbox"
+                  checked={form.screenshots}
+                  onChange={(event) => set("screenshots", event.target.checked)}
+                />
+                Screenshots
+              </label>
+            )}
+            <Field
+              id="run-timeout"
+              label="Timeout (seconds)"
+              hint={form.kind === "crawl" ? "For each page." : undefined}
+              error={problem("options.timeoutMs")}
+            >
               <input
                 id="run-timeout"
                 type="number"
@@ -300,7 +318,7 @@ export function NewRun() {
                 step={1}
                 value={form.timeoutSeconds}
                 onChange={(event) => set("timeoutSeconds", event.target.value)}
-                aria-describedby={describedBy("run-timeout", false, problem("options.timeoutMs"))}
+                aria-describedby={describedBy("run-timeout", form.kind === "crawl", problem("options.timeoutMs"))}
               />
             </Field>
             {form.kind === "agent" && (
@@ -316,15 +334,17 @@ export function NewRun() {
                 />
               </Field>
             )}
-            <Field id="run-wait-for" label="Wait for (CSS selector)" error={problem("options.waitFor")}>
-              <input
-                id="run-wait-for"
-                placeholder="main article"
-                value={form.waitFor}
-                onChange={(event) => set("waitFor", event.target.value)}
-                aria-describedby={describedBy("run-wait-for", false, problem("options.waitFor"))}
-              />
-            </Field>
+            {form.kind !== "crawl" && (
+              <Field id="run-wait-for" label="Wait for (CSS selector)" error={problem("options.waitFor")}>
+                <input
+                  id="run-wait-for"
+                  placeholder="main article"
+                  value={form.waitFor}
+                  onChange={(event) => set("waitFor", event.target.value)}
+                  aria-describedby={describedBy("run-wait-for", false, problem("options.waitFor"))}
+                />
+              </Field>
+            )}
           </div>
         </details>
 
@@ -352,6 +372,10 @@ function fieldId(name: string): string {
     storageStatePath: "run-storage-state",
     "options.timeoutMs": "run-timeout",
     "options.maxSteps": "run-max-steps",
+    "crawl.maxPages": "crawl-maxPages",
+    "crawl.maxDepth": "crawl-maxDepth",
+    "crawl.perHostConcurrency": "crawl-perHostConcurrency",
+    "crawl.delayMs": "crawl-delayMs",
   };
   return ids[name] ?? "run-url";
 }

@@ -7,6 +7,7 @@ import { DriftSummary } from "../components/Drift";
 import { JsonView } from "../components/JsonTree";
 import { Modal } from "../components/Modal";
 import { Reextract, hasArchivedPage } from "../components/Reextract";
+import { CrawlProgress, CrawlSummaryView } from "../components/CrawlProgress";
 import { ResultView } from "../components/ResultView";
 import { StepList } from "../components/Steps";
 import {
@@ -242,6 +243,16 @@ export function RunDetail() {
             </dd>
           </div>
         )}
+        {run.parent && (
+          <div>
+            <dt>Crawl</dt>
+            <dd>
+              <Link to={`/runs/${run.parent}`} className="mono">
+                {shortId(run.parent)}
+              </Link>
+            </dd>
+          </div>
+        )}
         {run.batch && (
           <div>
             <dt>Batch</dt>
@@ -271,10 +282,23 @@ export function RunDetail() {
         <h2 id="result-title">Result</h2>
         {run.status === "queued" || run.status === "running" ? (
           <p className="muted">The result appears when the run finishes.</p>
+        ) : run.kind === "crawl" ? (
+          <CrawlSummaryView result={run.result} />
         ) : (
           <ResultView kind={run.kind} result={run.result} />
         )}
       </section>
+
+      {run.kind === "crawl" && (
+        <CrawlProgress
+          run={run}
+          steps={run.steps}
+          status={run.status}
+          startedAt={run.startedAt}
+          finishedAt={run.finishedAt}
+          now={Date.now()}
+        />
+      )}
 
       {run.drift && (
         <section className="section" aria-labelledby="drift-title">
