@@ -16,9 +16,10 @@ from collections.abc import Callable
 from typing import TextIO
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import Count
 
 from runs import services
-from runs.models import Event, Run
+from runs.models import CrawlFrontier, Event, Run
 from runs.serializers import RunDetailSerializer
 from runs.stream import GapGuard, needs_gap_guard, read_events
 from service.kernel.cli import CliCommand, first_line, positive_int, printable
@@ -28,6 +29,8 @@ POLL_SECONDS = 0.1
 # A run still queued after this long usually means no workers are running.
 QUEUED_HINT_SECONDS = 15
 SPINNER = "|/-\\"
+PROGRESS_WIDTH = 24  # characters of a crawl's progress bar
+PROGRESS_SECONDS = 0.5
 
 # API field names as the options that carry them, so a message points at what the user typed.
 OPTION_NAMES = {
@@ -94,6 +97,24 @@ class RunCommand(CliCommand):
         )
 
 
+def crawl_progress(run: Run, waited: float) -> str | None:
+    """A crawl's progress bar: pages done of those found so far (done, running, queued), the rate since it
+    started, the pages that failed. None before the crawl has a frontier."""
+    state = CrawlFrontier.objects.filter(run=run).values_list("state", flat=True).first()
+    if state is None:
+        return None
+    by_status = dict(Run.objects.filter(parent=run).values_list("status").annotate(count=Count("id")))
+    final = (Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.CANCELLED)
+    done = sum(by_status.get(status, 0) for status in final)
+    # The frontier as last saved (at most a second old): what is done and what waits (in flight included).
+    found = max(len(state.get("done", {})) + len(state.get("queue", [])), done, 1)
+    filled = round(PROGRESS_WIDTH * min(done / found, 1))
+    bar = "#" * filled + "-" * (PROGRESS_WIDTH - filled)
+    rate = done / waited if waited > 0 else 0.0
+    failed = by_status.get(Run.Status.FAILED, 0)
+    return f"[{bar}] {done}/{found} pages  {rate:.1f} pages/s  {failed} failed  {waited:.0f} s"
+
+
 class RunFollower:
     """Prints a run's events from the outbox as they are written (the frames of /api/events), until it is final.
 
@@ -107,6 +128,8 @@ class RunFollower:
         self.tty = enabled and progress.isatty()
         self._spinner = itertools.cycle(SPINNER)
         self._spinning = False
+        self._progress: str | None = None  # a crawl's progress bar, read at most every PROGRESS_SECONDS
+        self._progress_at = -PROGRESS_SECONDS
 
     def say(self, line: str) -> None:
         if not self.enabled:
@@ -117,7 +140,14 @@ class RunFollower:
 
     def _spin(self, run: Run, waited: float) -> None:
         if self.tty:
-            self.progress.write(f"\r{next(self._spinner)} {run.status} {waited:5.1f} s")
+            line = None
+            if run.kind == Run.Kind.CRAWL:
+                if waited - self._progress_at >= PROGRESS_SECONDS:
+                    self._progress_at, self._progress = waited, crawl_progress(run, waited)
+                line = self._progress
+            # A progress bar may come out shorter than the one before it: erase what is left of that.
+            shown = f"{line}\033[K" if line else f"{run.status} {waited:5.1f} s"
+            self.progress.write(f"\r{next(self._spinner)} {shown}")
             self.progress.flush()
             self._spinning = True
 

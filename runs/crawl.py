@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from contextvars import copy_context
+from dataclasses import dataclass
 
 import requests
 from django.conf import settings
@@ -40,7 +41,7 @@ from runs.engine.crawl_rules import (
     CrawlScope,
     Frontier,
     RobotsRules,
-    links_of,
+    links_and_canonical,
     normalize_url,
     parse_sitemap,
     robots_url_of,
@@ -127,11 +128,23 @@ def converter_processes(count: int) -> Iterator[ProcessPoolExecutor]:
         yield pool
 
 
-def archived_links(page: Run) -> list[str] | None:
-    """The links of an extract page (its result is the data, not the page): from the page it archived, or None."""
-    step = page.steps.filter(page__isnull=False).order_by("index").first()
-    copy = archive.read_page(step) if step is not None else None
-    return None if copy is None else links_of(copy.html, copy.url)
+@dataclass
+class PageDone:
+    """A page's child run, finished, and what the crawl reads from the page it archived: its links (an extract
+    page's result is the data, not the page's links) and its canonical URL; None when it archived none."""
+
+    run: Run
+    links: list[str] | None = None
+    canonical: str | None = None
+
+    @classmethod
+    def of(cls, run: Run) -> PageDone:
+        step = run.steps.filter(page__isnull=False).order_by("-index").first() if run.is_final else None
+        copy = archive.read_page(step) if step is not None else None
+        if copy is None:
+            return cls(run)
+        links, canonical = links_and_canonical(copy.html, copy.url)
+        return cls(run, links, canonical)
 
 
 class Crawl:
@@ -245,7 +258,7 @@ class Crawl:
         kept = {key: options[key] for key in ("mainContent", "timeoutMs") if key in options}
         return {**kept, "render": self.options.get("render", "http")}
 
-    def _run_child(self, child_id: str, lane: BrowserThread) -> Run:
+    def _run_child(self, child_id: str, lane: BrowserThread) -> PageDone:
         """Execute the child run here (a page thread) and return it finished. One already finished (a crawl taken
         over) is returned as it is; one another worker is running is waited for. lane: the crawl's browser its
         browser work (if any) goes to, on that browser's thread, while the rest of it (plain HTTP, conversion,
@@ -254,7 +267,7 @@ class Crawl:
             while True:
                 child = Run.objects.get(pk=child_id)
                 if child.is_final:
-                    return child
+                    return PageDone.of(child)
                 if child.status == Run.Status.QUEUED:  # new, handed back, or re-queued after its worker died
                     self.execute(child_id, lane=lane)
                     continue
@@ -268,6 +281,8 @@ class Crawl:
         if saved is None:
             return False
         self.frontier.restore(saved.state)
+        self.found = saved.state.get("found", 0)
+        self.skipped = Counter(saved.state.get("skipped", {}))
         for child_id, url in Run.objects.filter(parent=self.run).order_by("created_at").values_list("pk", "url"):
             self.children.setdefault(url, []).append(str(child_id))
         return True
@@ -277,21 +292,29 @@ class Crawl:
         are not lost: a crawl taken over finds their child runs finished, and takes their links from them."""
         if now is not None and now - self.saved_at < SAVE_SECONDS:
             return
-        CrawlFrontier.objects.update_or_create(run=self.run, defaults={"state": self.frontier.snapshot()})
+        # With the counts of discovery, so that a crawl taken over sums up all of it, not its last attempt's.
+        state = {**self.frontier.snapshot(), "found": self.found, "skipped": dict(self.skipped)}
+        CrawlFrontier.objects.update_or_create(run=self.run, defaults={"state": state})
         self.saved_at = time.monotonic()
 
-    def page(self, entry, child: Run) -> None:
-        """A page finished: report it to the frontier, offer its links, record the crawl's step."""
+    def page(self, entry, done: PageDone) -> None:
+        """A page finished: report it to the frontier, offer its links (unless its canonical URL is a page seen
+        already: then it is a duplicate of that one), record the crawl's step."""
         started = time.monotonic()
+        child = done.run
         result = child.result if isinstance(child.result, dict) else {}
         error = child.error or {}
         status = result.get("status") or error.get("httpStatus") or error.get("code") or child.status
         retried = self.frontier.report(entry.url, status, now=time.time(), retry_after=error.get("retryAfter"))
         lines = [f"page {child.status}: run {child.pk} (depth {entry.depth})"]
+        canonical = self.frontier.note_canonical(entry.url, done.canonical) if not retried else None
+        links = result.get("links") if child.kind == Run.Kind.FETCH else done.links
         if retried:
             lines.append(f"HTTP {status}: the host is backed off, and the page tried again later")
+        elif canonical is not None and canonical.reason:
+            self.skipped["canonical"] += 1
+            lines.append(f"a duplicate of its canonical URL {done.canonical}, seen already: its links not followed")
         elif child.status == Run.Status.SUCCEEDED and self.options["sitemap"] != "only":
-            links = result.get("links") if child.kind == Run.Kind.FETCH else archived_links(child)
             if links is None:
                 lines.append("links unknown: the page was not archived (ARCHIVE_RETENTION_DAYS=0) or is gone")
             else:

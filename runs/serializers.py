@@ -231,7 +231,7 @@ class CrawlOptionsSerializer(StrictSerializer):
         min_value=0, max_value=60_000, default=0, help_text="Between two pages of a host."
     )
     render = serializers.ChoiceField(
-        choices=["auto", "http", "browser"],
+        choices=["auto", "browser", "http"],  # in the order of the run options' render: one enum in the schema
         default="auto",
         help_text="How each page is loaded. auto: plain HTTP, and Chromium for a page that is a JavaScript shell; "
         "http: plain HTTP only (no screenshot); browser: Chromium, with a screenshot per page.",

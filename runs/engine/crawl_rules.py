@@ -6,10 +6,11 @@ here, so it can be tested without a browser or a database.
 URL normalisation (normalize_url), so that one page is fetched once:
   - only http and https; relative URLs resolved against the page's final URL (or its <base href>);
   - scheme and host lower-cased, the host in IDNA (punycode), default ports (80, 443) dropped, the fragment dropped;
-  - dot segments removed; an empty path becomes "/"; a trailing slash is dropped except for the root, so "/docs/"
-    and "/docs" are one page. Servers that tell them apart nearly always redirect one to the other; the cost is
-    that a page served at "/docs/" without a redirect is fetched as "/docs", so links must be resolved against the
-    response's final URL, never against the normalised one;
+  - dot segments removed; an empty path becomes "/"; a trailing slash is kept, for the URL is fetched as it was
+    found (a page served only at "/docs/" is not asked for at "/docs"), but page_key drops it (except for the
+    root): "/docs/" and "/docs" are one page, deduplicated by that key. Servers that tell them apart nearly always
+    redirect one to the other; links are resolved against the response's final URL, never against the normalised
+    one;
   - percent-encoding: unsafe characters (spaces, non-ASCII) encoded as UTF-8, escapes upper-cased, escapes of
     unreserved characters (letters, digits, "-._~") decoded (RFC 3986 6.2.2); reserved escapes such as %2F stay;
   - query: tracking parameters (TRACKING_PARAMETERS, any utm_*) dropped, the rest sorted by key, stably (repeated
@@ -100,6 +101,15 @@ def normalize_url(url: str, base: str | None = None) -> str | None:
     return urlunsplit((scheme, netloc, _normal_path(parts.path), _normal_query(parts.query), ""))
 
 
+def page_key(normal: str) -> str:
+    """What makes two normalised URLs one page: the same URL but for a trailing slash of the path (not the root's)."""
+    path_end = normal.find("?")
+    path, query = (normal, "") if path_end < 0 else (normal[:path_end], normal[path_end:])
+    if path.endswith("/") and path.count("/") > 3:  # "scheme://host/" is the root
+        path = path.rstrip("/")
+    return path + query
+
+
 def _idna_host(hostname: str) -> str:
     if ":" in hostname:  # an IPv6 literal
         return f"[{hostname}]"
@@ -127,8 +137,7 @@ def _normal_path(path: str) -> str:
                 segments.pop()
         elif segment != ".":
             segments.append(segment)
-    normal = "/" + "/".join(segments)
-    return _normal_escapes(normal.rstrip("/") or "/", _PATH_SAFE)
+    return _normal_escapes("/" + "/".join(segments), _PATH_SAFE)
 
 
 def _normal_query(query: str) -> str:
@@ -278,7 +287,7 @@ class CrawlScope:
 
 def _path_prefix(path: str) -> str:
     last = path.rsplit("/", 1)[-1]
-    return (path.rsplit("/", 1)[0] or "/") if "." in last else path
+    return (path.rsplit("/", 1)[0] or "/") if "." in last else (path.rstrip("/") or "/")
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -395,7 +404,7 @@ class Frontier:
         normal = normalize_url(url)
         if normal is None:
             return Decision(None, "out_of_scope")
-        if normal in self.seen:
+        if page_key(normal) in self.seen:
             return Decision(normal, "duplicate")
         decision = self.scope.decide(normal, depth)
         if not decision.queued:
@@ -409,7 +418,7 @@ class Frontier:
             return Decision(normal, "limit")
         if template:
             self.template_counts[template] += 1
-        self.seen.add(normal)
+        self.seen.add(page_key(normal))
         self.queue.append(CrawlEntry(normal, depth, found_from))
         return Decision(normal)
 
@@ -425,15 +434,16 @@ class Frontier:
         """After fetching url: a page whose canonical URL was already seen is a duplicate of it (reason
         "duplicate"); otherwise the canonical URL counts as seen, so it is not fetched again when found later."""
         canonical = normalize_url(canonical) if canonical else None
-        if canonical is None or canonical == url:
+        if canonical is None or page_key(canonical) == page_key(url):
             return Decision(url)
-        if canonical in self.seen:
+        if page_key(canonical) in self.seen:
             return Decision(url, "duplicate")
-        self.seen.add(canonical)
+        self.seen.add(page_key(canonical))
         return Decision(url)
 
     def seen_before(self, url: str) -> bool:
-        return normalize_url(url) in self.seen
+        normal = normalize_url(url)
+        return normal is not None and page_key(normal) in self.seen
 
     def page_count(self) -> int:
         return len(self.queue) + len(self.in_flight) + len(self.done)
@@ -503,7 +513,7 @@ class Frontier:
                 if entry.url == url:
                     self.queue.remove(entry)
                     break
-        self.seen.add(url)
+        self.seen.add(page_key(url))
         self.done[url] = status
 
     def counts_by_status(self) -> dict[str, int]:
@@ -574,8 +584,16 @@ def _base_of(document: lxml_html.HtmlElement, url: str) -> str:
 def links_of(html: str | bytes, url: str) -> list[str]:
     """The page's links (a[href], area[href]), normalised, once each, in page order; url is the final URL."""
     document = _document(html)
-    if document is None:
-        return []
+    return [] if document is None else _links(document, url)
+
+
+def links_and_canonical(html: str | bytes, url: str) -> tuple[list[str], str | None]:
+    """links_of and canonical_of from one parse of the page."""
+    document = _document(html)
+    return ([], None) if document is None else (_links(document, url), _canonical(document, url))
+
+
+def _links(document: lxml_html.HtmlElement, url: str) -> list[str]:
     base = _base_of(document, url)
     links: dict[str, None] = {}
     for element in document.iter("a", "area"):
@@ -589,8 +607,10 @@ def links_of(html: str | bytes, url: str) -> list[str]:
 def canonical_of(html: str | bytes, url: str) -> str | None:
     """The page's <link rel=canonical>, normalised, or None."""
     document = _document(html)
-    if document is None:
-        return None
+    return None if document is None else _canonical(document, url)
+
+
+def _canonical(document: lxml_html.HtmlElement, url: str) -> str | None:
     for link in document.iter("link"):
         if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
             return normalize_url(link.get("href"), _base_of(document, url))

@@ -37,7 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from runs.engine.crawl_rules import normalize_url
+from runs.engine.crawl_rules import normalize_url, page_key
 from tests.bench.goals import Result
 from tests.datasets import DATASETS
 
@@ -91,7 +91,7 @@ class Site:
             absolute = [link if link.startswith("http") else self.origin + link for link in links]
             self.bodies[path] = _with_nav(html, truth.get("url") or "https://example.org/", absolute, path).encode()
             if expected:
-                self.expected.add(normalize_url(self.origin + path))
+                self.expected.add(page_key(normalize_url(self.origin + path)))
 
         sections = [f"/s{k}" for k in range(SECTIONS)]
         home_links = [*sections, *(f"/private/x{m}" for m in range(PRIVATE)), "/calendar?month=2026-01"]
@@ -106,7 +106,7 @@ class Site:
             add(f"/orphan/o{m}", ["/"])
         for m in range(PRIVATE):
             add(f"/private/x{m}", ["/"], expected=False)
-            self.private.add(normalize_url(f"{self.origin}/private/x{m}"))
+            self.private.add(page_key(normalize_url(f"{self.origin}/private/x{m}")))
         self.calendar_body = gzip.decompress(files[0].read_bytes()).decode("utf-8", "replace")
         sitemap = "".join(
             f"<url><loc>{self.origin}{path}</loc></url>" for path in self.bodies if "/private/" not in path
@@ -251,7 +251,7 @@ def service_round(site: Site, max_pages: int, concurrency: int, work: Path, port
 
 
 def correctness(site: Site, urls: list[str]) -> dict:
-    normal = [normalize_url(url) for url in urls]
+    normal = [page_key(normalize_url(url)) for url in urls]
     fetched = set(normal)
     calendar = sum(1 for url in fetched if url and "/calendar" in url)
     return {

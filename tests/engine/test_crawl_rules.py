@@ -20,6 +20,7 @@ from runs.engine.crawl_rules import (
     glob_to_regex,
     links_of,
     normalize_url,
+    page_key,
     parse_sitemap,
     retry_after_seconds,
 )
@@ -58,9 +59,9 @@ def frontier_for(start: str = "https://example.com/", robots: str = "", **option
         ("http://example.com:80/a", "http://example.com/a"),
         ("https://example.com:443/a", "https://example.com/a"),
         ("https://example.com:8443/a", "https://example.com:8443/a"),
-        ("HTTPS://Example.COM/Docs/", "https://example.com/Docs"),
+        ("HTTPS://Example.COM/Docs/", "https://example.com/Docs/"),
         ("https://example.com", "https://example.com/"),
-        ("https://example.com/docs/", "https://example.com/docs"),
+        ("https://example.com/docs/", "https://example.com/docs/"),
         ("https://example.com/?b=2&a=1&a=0", "https://example.com/?a=1&a=0&b=2"),
         (
             "https://example.com/p?utm_source=x&id=7&UTM_Medium=y&gclid=1&fbclid=2&ref_src=tw",
@@ -81,7 +82,7 @@ def test_one_page_has_one_spelling(url, normal):
     ("href", "normal"),
     [
         ("guide", "https://example.com/docs/guide"),
-        ("../blog/", "https://example.com/blog"),
+        ("../blog/", "https://example.com/blog/"),
         ("/about?x=1#top", "https://example.com/about?x=1"),
         ("//cdn.example.com/a", "https://cdn.example.com/a"),
         ("?page=2", "https://example.com/docs/intro?page=2"),
@@ -167,6 +168,17 @@ def test_an_unknown_scope_is_refused():
 
 
 # The frontier: duplicates, depth, limits, traps
+
+
+def test_a_url_is_fetched_as_found_and_a_trailing_slash_makes_no_other_page():
+    frontier = frontier_for()
+    first = frontier.offer("https://example.com/held/", 0)
+    assert first.queued and first.url == "https://example.com/held/"  # a page served only there is asked for there
+    assert frontier.offer("https://example.com/held", 1).reason == "duplicate"
+    assert frontier.offer("https://example.com/held/?utm_source=x", 1).reason == "duplicate"
+    assert page_key("https://example.com/") == "https://example.com/"
+    assert page_key("https://example.com/a/?q=1") == "https://example.com/a?q=1"
+    assert frontier.seen_before("https://example.com/held")
 
 
 def test_duplicates_collapse_including_tracking_and_fragment_variants():
@@ -320,7 +332,7 @@ def test_links_honour_base_href():
 
 
 def test_canonical_link():
-    assert canonical_of(PAGE, "https://example.com/docs/guide?ref=x") == "https://example.com/docs/guide"
+    assert canonical_of(PAGE, "https://example.com/docs/guide?ref=x") == "https://example.com/docs/guide/"
     assert canonical_of("<html><body>no head</body></html>", "https://example.com/") is None
     assert canonical_of("", "https://example.com/") is None
     assert links_of("", "https://example.com/") == []
@@ -354,7 +366,7 @@ INDEX = b"""<?xml version="1.0" encoding="UTF-8"?>
 
 
 def test_sitemap_urlset_and_index():
-    assert parse_sitemap(URLSET) == (["https://example.com/", "https://example.com/docs"], [])
+    assert parse_sitemap(URLSET) == (["https://example.com/", "https://example.com/docs/"], [])
     assert parse_sitemap(INDEX) == (
         [],
         ["https://example.com/sitemap-docs.xml", "https://example.com/sitemap-blog.xml.gz"],
@@ -362,7 +374,7 @@ def test_sitemap_urlset_and_index():
 
 
 def test_sitemap_gzip_and_without_namespace_and_as_text():
-    assert parse_sitemap(gzip.compress(URLSET))[0] == ["https://example.com/", "https://example.com/docs"]
+    assert parse_sitemap(gzip.compress(URLSET))[0] == ["https://example.com/", "https://example.com/docs/"]
     assert parse_sitemap(b"<urlset><url><loc>https://example.com/a</loc></url></urlset>") == (
         ["https://example.com/a"],
         [],

@@ -13,6 +13,7 @@ import threading
 import pytest
 
 from tests.live import ROOT
+from tests.runs.test_crawl import CrawlSite
 
 # A spinner frame: carriage return, a bar, the run's status and the seconds waited, on one rewritten line; a clear
 # (carriage return, erase to the end of the line) before the next printed line.
@@ -111,6 +112,29 @@ def test_a_line_per_step_and_a_spinner_on_a_terminal(data_dir, site):
         [f"#{step['index']}", step["action"], step["url"]] for step in run["steps"]
     ]
     assert lines[-1] == f"page type: {run['result']['pageType']}" == "page type: article"
+
+
+# A crawl's progress bar: pages done of those found, the rate, the failures, the seconds.
+CRAWL_FRAME = re.compile(r"\r[|/\-\\] \[([#-]{24})\] (\d+)/(\d+) pages  \d+\.\d pages/s  (\d+) failed  \d+ s\x1b\[K")
+
+
+def test_a_crawl_shows_a_progress_bar_of_pages_done_and_found(data_dir):
+    with CrawlSite() as crawl_site:
+        code, out, terminal = on_terminal(
+            data_dir, "crawl", crawl_site.base + "/slow", "--sitemap", "off", "--per-host-concurrency", "1"
+        )
+    assert code == 0, terminal
+    assert "5 pages {'succeeded': 5}" in out
+    frames = [(bar, int(done), int(found), int(failed)) for bar, done, found, failed in CRAWL_FRAME.findall(terminal)]
+    assert frames, terminal
+    # Found grows to the start page and its 4 links; done counts up to them, and the bar fills as it does.
+    assert max(found for _, _, found, _ in frames) == 5
+    partly = [frame for frame in frames if 0 < frame[1] < frame[2]]
+    assert partly, frames
+    bar, done, found, failed = partly[-1]
+    assert bar.count("#") == round(24 * done / found) and failed == 0
+    # Each page's step line is still printed, between the bar's frames.
+    assert terminal.count("page succeeded: run") == 5
 
 
 def test_nothing_on_standard_error_when_it_is_not_a_terminal(data_dir, site):

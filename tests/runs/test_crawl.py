@@ -101,13 +101,25 @@ class CrawlSite:
         if parts.path == "/app":  # a JavaScript shell: its content and links exist only once scripts ran
             script = (
                 "document.getElementById('root').innerHTML = '<h1>Rendered app</h1><p>Written by the script of the "
-                "app page.</p><a href=\"/c\">c</a>';"
+                'app page.</p><a href="/c">c</a>\';'
             )
             return 200, "text/html", f'<html><body><div id="root"></div><script>{script}</script></body></html>'
         if parts.path == "/busy":  # too busy the first time, with a Retry-After
             if self.hits[path] == 1:
                 return 429, "text/html", "<html><body>slow down</body></html>"
             return self.page("Busy", [])
+        if parts.path == "/canon":
+            return self.page("Canon", ["/a", "/a-print"])
+        if parts.path == "/a-print":  # another spelling of /a: its canonical URL says so
+            status, kind, body = self.page("A, to print", ["/only-from-print"])
+            return status, kind, body.replace("<head>", '<head><link rel="canonical" href="/a">')
+        if parts.path == "/held/":  # served only with the slash
+            return self.page("Held", [])
+        if parts.path == "/slow":  # pages that take a while: a terminal shows the crawl's progress meanwhile
+            return self.page("Slow", [f"/slow/{n}" for n in range(1, 5)])
+        if parts.path.startswith("/slow/"):
+            time.sleep(0.4)
+            return self.page(f"Slow {parts.path.rsplit('/', 1)[1]}", [])
         if parts.path == "/calendar":
             month = int(parse_qs(parts.query)["month"][0])
             return self.page(f"Month {month}", [f"/calendar?month={month + 1}"])
@@ -243,6 +255,8 @@ def test_a_crawl_whose_worker_dies_goes_on_from_its_frontier_and_fetches_no_fini
         assert [crawl_site.hits[path] for path in ("/resume", "/r1", "/r2")] == [1, 1, 1]
         assert crawl_site.hits["/hang-once"] == 2
         assert crawl_site.hits["/r3"] == crawl_site.hits["/r4"] == 1
+        # The summary is of the whole crawl, both attempts: the start URL and the 5 links of /resume.
+        assert run["result"]["found"] == 6 and run["result"]["pages"] == 6
     finally:
         service.stop()
 
@@ -350,3 +364,20 @@ def test_a_page_answering_429_backs_its_host_off_for_retry_after_and_is_tried_ag
     waited = datetime.fromisoformat(retried["startedAt"]) - datetime.fromisoformat(first["finishedAt"])
     assert waited.total_seconds() >= 1.9  # Retry-After: 2
     assert crawl_site.hits["/busy"] == 2
+
+
+def test_a_page_whose_canonical_url_was_seen_is_a_duplicate_and_its_links_are_not_followed(service, crawl_site):
+    run, pages = crawl(service, crawl_site.base + "/canon", sitemap="off", maxDepth=2, include=["/canon", "/a*", "/o*"])
+    assert run["status"] == "succeeded", run
+    assert {urlsplit(page["url"]).path for page in pages} == {"/canon", "/a", "/a-print"}
+    assert crawl_site.hits["/only-from-print"] == 0
+    assert run["result"]["skipped"]["canonical"] == 1
+    detail = service.get(f"/api/runs/{run['id']}").json()
+    printed = next(step for step in detail["steps"] if step["url"].endswith("/a-print"))
+    assert f"a duplicate of its canonical URL {crawl_site.base}/a, seen already" in printed["observation"]
+
+
+def test_a_start_url_with_a_trailing_slash_is_fetched_as_given(service, crawl_site):
+    run, pages = crawl(service, crawl_site.base + "/held/", sitemap="off")
+    assert run["status"] == "succeeded", run
+    assert [(page["url"], page["status"]) for page in pages] == [(crawl_site.base + "/held/", "succeeded")]

@@ -49,7 +49,8 @@ def test_fetch_run_over_http_end_to_end(service, site):
 def test_failed_page_ends_failed_not_crashed(service, site):
     run = service.wait(service.submit({"kind": "fetch", "url": site.url("/missing")})["id"])
     assert run["status"] == "failed"
-    assert run["error"] == {"code": "http_error", "message": "The page answered HTTP 404."}
+    # With the status, for a program (a crawl's back-off) to act on without reading the message.
+    assert run["error"] == {"code": "http_error", "message": "The page answered HTTP 404.", "httpStatus": 404}
     assert service.get("/api/health").json()["workers"] == WORKERS
 
 
@@ -79,7 +80,7 @@ def test_sync_fetch_with_persist_is_kept_as_a_run_and_without_is_not(service, si
     assert (kept_failure["status"], kept_failure["url"], kept_failure["error"]) == (
         "failed",
         site.url("/missing"),
-        {"code": "http_error", "message": "The page answered HTTP 404."},
+        {"code": "http_error", "message": "The page answered HTTP 404.", "httpStatus": 404},
     )
 
 

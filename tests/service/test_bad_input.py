@@ -347,7 +347,10 @@ def test_a_persisted_fetch_of_a_404_answers_with_the_run_it_kept(api, site):
         502,
         {"error": {"code": "http_error", "message": "The page answered HTTP 404.", "runId": str(run.id)}},
     )
-    assert (run.status, run.error) == ("failed", {"code": "http_error", "message": "The page answered HTTP 404."})
+    assert (run.status, run.error) == (
+        "failed",
+        {"code": "http_error", "message": "The page answered HTTP 404.", "httpStatus": 404},
+    )
 
 
 # --- the model-needed message, names, pages and body shapes ----------------------------------------------------------

@@ -1110,7 +1110,7 @@ export interface components {
       step?: number;
     };
     /** @enum {string} */
-    RenderEnum: "auto" | "http" | "browser";
+    RenderEnum: "auto" | "browser" | "http";
     Run: {
       /** Format: uuid */
       readonly id: string;
