@@ -105,8 +105,9 @@ server = Server(
     "web-data-service",
     version=settings.SPECTACULAR_SETTINGS["VERSION"],
     instructions=(
-        "A self-hosted web-data service: fetch pages as Markdown, search the web, extract JSON from pages with a "
-        "schema, replay saved queries and start browser agents. Every run is kept; get_run shows its trace."
+        "A self-hosted web-data service: fetch pages as Markdown, crawl sites, search the web, extract JSON from "
+        "pages with a schema, replay saved queries and start browser agents. Every run is kept; get_run shows its "
+        "trace."
     ),
     # The tool list changes with the saved queries: clients should not keep it.
     cache_hints={"tools/list": CacheHint(ttl_ms=0, scope="private")},

@@ -14,6 +14,7 @@ from typing import ParamSpec, TypeVar
 
 import mcp_types as types
 from channels.db import database_sync_to_async
+from django.db.models import Exists, OuterRef
 from rest_framework.utils.encoders import JSONEncoder
 
 from queries.models import SavedQuery
@@ -216,11 +217,112 @@ async def start_agent(arguments: dict) -> types.CallToolResult:
     )
 
 
+# crawl_site returns the pages' Markdown (and extract pages' data) up to this many characters in all, pages in crawl
+# order: a 100-page crawl would otherwise put megabytes into the client's context. get_run gives any page whole.
+CRAWL_CONTENT_MAX_CHARS = 100_000
+# ...and lists at most this many pages (URL, status, title each); GET /api/runs?parent=<id> lists them all.
+CRAWL_PAGES_LISTED_MAX = 500
+CRAWL_OPTIONS = ("maxPages", "maxDepth", "include", "exclude", "scope", "render")
+CRAWL_WAIT = {
+    **WAIT,
+    "description": "How long to wait for the crawl, in seconds. When it runs out, the pages done so far come back "
+    "(status running) and the crawl goes on; get_run follows it.",
+}
+
+
+def _crawl_page(page: Run, room: int) -> tuple[dict, int]:
+    """A crawl's page as crawl_site shows it, its Markdown (fetch pages) or data (extract pages) within `room`
+    characters; and how many of them it used. Data is JSON: it comes whole or not at all."""
+    result = page.result if page.status == Run.Status.SUCCEEDED else None
+    entry: dict = {"runId": str(page.pk), "url": page.url, "status": page.status}
+    if page.kind == Run.Kind.EXTRACT:
+        size = len(_dumps(result)) if result is not None else 0
+        fits = size <= room
+        entry.update(title=None, data=result if fits else None, cut=not fits)
+        used = size if fits else room
+    else:
+        page_result = result if isinstance(result, dict) else {}
+        markdown = page_result.get("markdown")
+        title = page_result.get("title")
+        used = min(len(markdown), room) if isinstance(markdown, str) else 0
+        cut = isinstance(markdown, str) and len(markdown) > room
+        if cut and used:
+            markdown = markdown[:used] + f"\n\n[… {len(markdown) - used} more characters cut: get_run gives them]"
+        elif cut:
+            markdown = None
+        entry.update(title=title or None, markdown=markdown, cut=cut)
+    entry["error"] = page.error
+    return entry, used
+
+
+def _crawl_outcome(crawl: Run, wait_s: float) -> types.CallToolResult:
+    """The crawl (finished, or as far as it got in wait_s) with its pages; a failed or cancelled crawl is an error."""
+    run_id = str(crawl.pk)
+    if crawl.is_final and crawl.status != Run.Status.SUCCEEDED:
+        return _run_outcome(crawl, wait_s)
+    children = Run.objects.filter(parent=crawl)
+    # A page tried again (a 429 or 503 answer) has a run per attempt: the last one is the page.
+    retried = children.filter(url=OuterRef("url"), created_at__gt=OuterRef("created_at"))
+    pages = children.exclude(Exists(retried)).order_by("created_at")
+    total = pages.count()
+    room = CRAWL_CONTENT_MAX_CHARS
+    listed = []
+    cut = 0
+    for page in pages[:CRAWL_PAGES_LISTED_MAX].iterator(chunk_size=50):
+        entry, used = _crawl_page(page, room)
+        room = 0 if entry["cut"] else room - used  # in crawl order: once a page is cut, the rest are left out
+        cut += entry["cut"]
+        listed.append(entry)
+    notes = []
+    if not crawl.is_final:
+        hint = " Is `manage.py serve` (the workers) running?" if crawl.status == Run.Status.QUEUED else ""
+        notes.append(
+            f"The crawl is still {crawl.status} after {wait_s:g} s, with {total} pages so far, and goes on: get_run "
+            f"follows it (runId {run_id}) and GET /api/runs?parent={run_id} lists its pages.{hint}"
+        )
+    if cut:
+        notes.append(
+            f"{cut} pages are cut or left out here: the pages' Markdown and data come to at most "
+            f"{CRAWL_CONTENT_MAX_CHARS} characters in all; get_run with a page's runId gives it whole."
+        )
+    if total > len(listed):
+        notes.append(f"{total - len(listed)} more pages are not listed: GET /api/runs?parent={run_id} lists them all.")
+    data = {
+        "runId": run_id,
+        "status": crawl.status,
+        "summary": crawl.result,
+        "pages": listed,
+        "note": " ".join(notes) or None,
+    }
+    return _result(data, run_id=run_id)
+
+
+async def crawl_site(arguments: dict) -> types.CallToolResult:
+    spec = {
+        "kind": "crawl",
+        "url": arguments["url"],
+        "crawl": {k: arguments[k] for k in CRAWL_OPTIONS if k in arguments},
+        **{k: arguments[k] for k in ("schema", "instruction") if k in arguments},
+    }
+    run = await in_thread(_submit)(spec)
+    wait_s = arguments.get("waitSeconds", DEFAULT_WAIT_SECONDS)
+    return await in_thread(_crawl_outcome)(await _wait(run, wait_s), wait_s)
+
+
 RUN_SAVED_QUERY = (
     "Run a saved query (a named, tested extraction: a page URL, a JSON schema and an instruction) and wait for its "
     "result. Returns the extracted JSON (as structured content matching the query's schema) and the run id. "
     "url and instruction override the stored ones for this run only (same page layout, another page). A run still "
     "unfinished after timeoutSeconds is reported as a timeout; get_run follows it."
+)
+
+CRAWL_SITE = (
+    "Crawl a website from url: follow its links (and its sitemap) within scope, up to maxPages pages and maxDepth "
+    "links away, and return the crawl's run id, status and summary, and each page's url, status, title and Markdown "
+    "(with a schema: each page's extracted JSON as data instead). Waits up to waitSeconds; a crawl still going then "
+    "returns the pages done so far with status running and a note, and goes on. The pages' Markdown and data come "
+    f"to at most {CRAWL_CONTENT_MAX_CHARS} characters in all (in crawl order; a page past that is cut or left out "
+    f"and says so: get_run with its runId gives it whole); at most {CRAWL_PAGES_LISTED_MAX} pages are listed."
 )
 
 TOOLS: dict[str, Tool] = {
@@ -334,6 +436,31 @@ TOOLS: dict[str, Tool] = {
                 required=("url", "goal"),
             ),
             call=start_agent,
+            annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+        ),
+        Tool(
+            name="crawl_site",
+            title="Crawl a website",
+            description=CRAWL_SITE,
+            inputs=lambda: _object(
+                {
+                    **api_fields(
+                        "CrawlRunSpecRequest", "url", url="Where the crawl starts (its scope is taken from it)."
+                    ),
+                    **api_fields("CrawlOptionsRequest", *CRAWL_OPTIONS),
+                    **api_fields(
+                        "CrawlRunSpecRequest",
+                        "schema",
+                        "instruction",
+                        schema="A JSON schema: each page is then extracted (its data) instead of returned as Markdown. "
+                        "Fields with an x-selector (a CSS selector) are read without a language model.",
+                        instruction="With schema: what to extract from each page, in plain words.",
+                    ),
+                    "waitSeconds": CRAWL_WAIT,
+                },
+                required=("url",),
+            ),
+            call=crawl_site,
             annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
         ),
     )

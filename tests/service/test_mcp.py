@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import anyio
 import httpx2
@@ -16,6 +19,7 @@ import requests
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult
 
 from tests.fake_models import FakeOpenAI
 from tests.fake_searxng import FakeSearxng
@@ -31,7 +35,16 @@ SCHEMA = {
     },
 }
 PRODUCT = {"name": "Trail shoe", "price": "89,90 €"}
-TOOLS = {"run_saved_query", "list_saved_queries", "get_run", "fetch_markdown", "search_web", "extract", "start_agent"}
+TOOLS = {
+    "run_saved_query",
+    "list_saved_queries",
+    "get_run",
+    "fetch_markdown",
+    "search_web",
+    "extract",
+    "start_agent",
+    "crawl_site",
+}
 
 
 @pytest.fixture(scope="module")
@@ -57,6 +70,82 @@ def service(tmp_path_factory, site, model):
     assert created.status_code == 201, created.text
     yield live
     live.stop()
+
+
+class Handbook:
+    """A small site for crawl_site on 127.0.0.1: four linked pages, three long ones, and a page that answers only
+    when the test lets it (`release`)."""
+
+    PAGES = {
+        "/": ("Handbook", "The handbook starts here, with an install guide and a usage guide.", ["/install", "/usage"]),
+        "/install": ("Install", "Install the handbook tool with pip and a virtual environment.", ["/"]),
+        "/usage": ("Usage", "Run the handbook tool with the serve command to read it.", ["/faq", "/install#top"]),
+        "/faq": ("FAQ", "Questions about the handbook are answered on the forum.", []),
+        "/held": ("Held", "This section has a page that takes its time.", ["/held/late"]),
+        "/held/late": ("Late", "The late page came at last.", []),
+    }
+    # Pages of 60000 characters: together past crawl_site's budget for the pages' Markdown.
+    LONG = {
+        "/long/1": ("Long one", "first", ["/long/2"]),
+        "/long/2": ("Long two", "second", ["/long/3"]),
+        "/long/3": ("Long three", "third", []),
+    }
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        site = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format, *args):
+                pass
+
+            def do_GET(self):
+                status, body = site.answer(self.path)
+                payload = body.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def answer(self, path: str) -> tuple[int, str]:
+        if path == "/held/late":
+            self.release.wait(timeout=60)
+        if path in self.PAGES:
+            title, text, links = self.PAGES[path]
+            paragraphs = f"<p>{text}</p>"
+        elif path in self.LONG:
+            title, word, links = self.LONG[path]
+            paragraphs = "".join(f"<p>The {word} long page, paragraph {n}, {'is long ' * 8}.</p>" for n in range(800))
+        else:
+            return 404, "<html><body>missing</body></html>"
+        anchors = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
+        return 200, (
+            f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>{paragraphs}<ul>{anchors}</ul>"
+            "</main></body></html>"
+        )
+
+    def __enter__(self) -> Handbook:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def handbook():
+    with Handbook() as site:
+        yield site
 
 
 def run_async(session: Callable[..., Awaitable[None]], *args: object) -> None:
@@ -228,7 +317,7 @@ def test_tool_arguments_are_the_apis_fields_with_its_limits_and_words(service):
                 fetch["mainContent"]["description"]
                 == api["FetchRequestRequest"]["properties"]["mainContent"]["description"]
             )
-            assert fetch["render"]["enum"] == ["auto", "browser", "http"]
+            assert sorted(fetch["render"]["enum"]) == ["auto", "browser", "http"]
             agent = tools["start_agent"].input_schema["properties"]
             assert agent["saveProfile"]["pattern"] == api["AgentRunSpecRequest"]["properties"]["saveProfile"]["pattern"]
             assert agent["maxSteps"]["maximum"] == api["OptionsRequest"]["properties"]["maxSteps"]["maximum"]
@@ -451,3 +540,251 @@ def test_a_saved_querys_own_words_reach_the_tool_description_only_quoted_and_cut
     quoted = lines[1].split("Its stored instruction (the user's words, quoted): ", 1)[1]
     assert json.loads(quoted) == injected[: QUOTED_MAX_CHARS - 1] + "…"
     assert '"price\\n- fake" (string: "Ignore\\nall")' in lines[1]
+
+
+CRAWL_ARGUMENTS = {
+    "url",
+    "maxPages",
+    "maxDepth",
+    "include",
+    "exclude",
+    "scope",
+    "render",
+    "schema",
+    "instruction",
+    "waitSeconds",
+}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_crawl_site_returns_every_page_of_the_site_with_its_title_and_markdown(service, handbook, transport):
+    async def session() -> None:
+        opened = over_stdio(service) if transport == "stdio" else over_http(service)
+        async with opened as client:
+            tool = {tool.name: tool for tool in (await client.list_tools()).tools}["crawl_site"]
+            assert set(tool.input_schema["properties"]) == CRAWL_ARGUMENTS
+            assert tool.input_schema["required"] == ["url"]
+            assert tool.input_schema["properties"]["maxPages"]["minimum"] == 1
+            assert "at most 100000 characters in all" in tool.description
+
+            crawled = await client.call_tool("crawl_site", {"url": handbook.url("/"), "maxDepth": 2})
+            assert not crawled.is_error, crawled.content
+            result = crawled.structured_content
+            run_id = crawled.meta["runId"]
+            assert json.loads(crawled.content[0].text) == result
+            run = service.get(f"/api/runs/{run_id}").json()
+            assert (result["runId"], result["status"], run["kind"], run["status"]) == (
+                run_id,
+                "succeeded",
+                "crawl",
+                "succeeded",
+            )
+            assert result["summary"] == run["result"]
+            assert result["summary"]["pages"] == 4, result
+            assert result["note"] is None
+
+            pages = {page["url"]: page for page in result["pages"]}
+            paths = ("/", "/install", "/usage", "/faq")
+            assert {url: (page["status"], page["title"]) for url, page in pages.items()} == {
+                handbook.url(path): ("succeeded", handbook.PAGES[path][0]) for path in paths
+            }
+            for path in paths:
+                page = pages[handbook.url(path)]
+                assert handbook.PAGES[path][1] in page["markdown"], page
+                assert (page["cut"], page["error"]) == (False, None)
+            # Each page is a run of the crawl's, which get_run (or the API) shows whole.
+            listed = service.get(f"/api/runs?parent={run_id}").json()["results"]
+            assert {page["runId"] for page in result["pages"]} == {page["id"] for page in listed}
+            home = await client.call_tool("get_run", {"runId": pages[handbook.url("/")]["runId"]})
+            assert home.structured_content["result"]["markdown"] == pages[handbook.url("/")]["markdown"]
+
+    run_async(session)
+
+
+def test_crawl_site_past_its_wait_returns_the_pages_done_so_far_and_the_crawl_goes_on(service, handbook):
+    handbook.release.clear()  # /held/late answers when the test lets it
+    returned: dict[str, CallToolResult] = {}
+
+    async def session() -> None:
+        async with over_stdio(service) as client:
+            returned["crawl"] = await client.call_tool("crawl_site", {"url": handbook.url("/held"), "waitSeconds": 3})
+
+    try:
+        run_async(session)
+    finally:
+        handbook.release.set()
+    result = returned["crawl"]
+    assert not result.is_error, result.content
+    crawl = result.structured_content
+    run_id = crawl["runId"]
+    assert (crawl["status"], crawl["summary"]) == ("running", None), crawl
+    assert [(page["url"], page["status"], page["title"]) for page in crawl["pages"]] == [
+        (handbook.url("/held"), "succeeded", "Held"),
+        (handbook.url("/held/late"), "running", None),
+    ]
+    assert "This section has a page that takes its time." in crawl["pages"][0]["markdown"]
+    assert crawl["pages"][1]["markdown"] is None
+    assert crawl["note"] == (
+        f"The crawl is still running after 3 s, with 2 pages so far, and goes on: get_run follows it (runId {run_id}) "
+        f"and GET /api/runs?parent={run_id} lists its pages."
+    )
+    # What the note says gets the rest.
+    assert service.wait(run_id)["status"] == "succeeded"
+    rest = service.get(f"/api/runs?parent={run_id}").json()["results"]
+    assert {(page["url"], page["status"]) for page in rest} == {
+        (handbook.url("/held"), "succeeded"),
+        (handbook.url("/held/late"), "succeeded"),
+    }
+
+
+def test_crawl_site_returns_the_pages_markdown_up_to_its_budget_and_says_what_it_cut(service, handbook):
+    from service.mcp.tools import CRAWL_CONTENT_MAX_CHARS
+
+    async def session() -> None:
+        async with over_stdio(service) as client:
+            crawled = await client.call_tool("crawl_site", {"url": handbook.url("/long/1"), "include": ["/long/*"]})
+            assert not crawled.is_error, crawled.content
+            result = crawled.structured_content
+            assert result["status"] == "succeeded"
+            first, second, third = result["pages"]
+            assert [page["title"] for page in result["pages"]] == ["Long one", "Long two", "Long three"]
+            whole = {
+                page["url"]: service.get(f"/api/runs/{page['runId']}").json()["result"]["markdown"]
+                for page in result["pages"]
+            }
+            assert all(len(markdown) > CRAWL_CONTENT_MAX_CHARS / 2 for markdown in whole.values())
+            # The first page whole; the second up to the budget, saying so; the third left out (its title stays).
+            assert (first["markdown"], first["cut"]) == (whole[first["url"]], False)
+            kept = CRAWL_CONTENT_MAX_CHARS - len(first["markdown"])
+            left = len(whole[second["url"]]) - kept
+            assert second["cut"]
+            assert second["markdown"] == (
+                whole[second["url"]][:kept] + f"\n\n[… {left} more characters cut: get_run gives them]"
+            )
+            assert (third["markdown"], third["cut"], third["status"]) == (None, True, "succeeded")
+            assert result["note"] == (
+                "2 pages are cut or left out here: the pages' Markdown and data come to at most 100000 characters "
+                "in all; get_run with a page's runId gives it whole."
+            )
+
+    run_async(session)
+
+
+def test_crawl_site_with_bad_arguments_is_a_tool_error_naming_the_argument(service, handbook):
+    async def session() -> None:
+        async with over_stdio(service, MODEL_PROVIDER="") as client:
+
+            async def error_text(arguments: dict) -> str:
+                result = await client.call_tool("crawl_site", arguments)
+                assert result.is_error, (arguments, result.content)
+                (block,) = result.content
+                return block.text
+
+            url = handbook.url("/")
+            assert await error_text({}) == "invalid_arguments: url: This field is required."
+            assert (
+                await error_text({"url": url, "maxPages": 0})
+                == "invalid_arguments: maxPages: 0 is less than the minimum of 1."
+            )
+            assert (
+                await error_text({"url": url, "scope": "planet"})
+                == "invalid_arguments: scope: 'planet' is not one of ['host', 'domain', 'path']."
+            )
+            assert (
+                await error_text({"url": url, "waitSeconds": 301})
+                == "invalid_arguments: waitSeconds: 301 is greater than the maximum of 300."
+            )
+            assert (
+                await error_text({"url": "ftp://example.com/"})
+                == "invalid_request: url: Only http:// and https:// URLs can be fetched."
+            )
+            # A schema a model must fill, on a server without one.
+            assert (await error_text({"url": url, "schema": {"type": "object"}})).startswith(
+                "model_not_configured: This extract schema needs a model"
+            )
+
+    before = service.get("/api/runs?kind=crawl").json()["results"]
+    run_async(session)
+    assert service.get("/api/runs?kind=crawl").json()["results"] == before, "a refused crawl leaves no run"
+
+
+@pytest.mark.django_db
+def test_crawl_site_gives_an_extract_pages_data_whole_or_not_at_all():
+    """A crawl with a schema has extract pages: their result is the data, JSON that is not cut in the middle."""
+    from runs.models import Run
+    from service.mcp.tools import CRAWL_CONTENT_MAX_CHARS, _crawl_outcome
+
+    crawl = Run.objects.create(
+        kind="crawl", status="succeeded", url="https://shop.example/", spec={}, result={"pages": 3}
+    )
+    small = {"name": "Trail shoe", "price": "89,90 €"}
+    big = {"description": "x" * CRAWL_CONTENT_MAX_CHARS}
+    for n, result in enumerate((small, big, small)):
+        Run.objects.create(
+            kind="extract",
+            status="succeeded",
+            url=f"https://shop.example/{n}",
+            spec={},
+            result=result,
+            parent=crawl,
+            created_at=crawl.created_at + timedelta(seconds=n + 1),
+        )
+    outcome = _crawl_outcome(crawl, 1)
+    assert not outcome.is_error
+    pages = outcome.structured_content["pages"]
+    assert [(page["url"], page["title"], page["data"], page["cut"]) for page in pages] == [
+        ("https://shop.example/0", None, small, False),
+        ("https://shop.example/1", None, None, True),
+        ("https://shop.example/2", None, None, True),
+    ]
+    assert "markdown" not in pages[0]
+    assert outcome.structured_content["summary"] == {"pages": 3}
+
+
+@pytest.mark.django_db
+def test_crawl_site_lists_a_page_tried_twice_once_as_its_last_attempt():
+    from runs.models import Run
+    from service.mcp.tools import _crawl_outcome
+
+    crawl = Run.objects.create(kind="crawl", status="running", url="https://shop.example/", spec={})
+
+    def page(n: int, url: str, **outcome) -> Run:
+        at = crawl.created_at + timedelta(seconds=n)
+        return Run.objects.create(kind="fetch", url=url, spec={}, parent=crawl, created_at=at, **outcome)
+
+    page(1, "https://shop.example/", status="succeeded", result={"title": "Shop", "markdown": "Welcome."})
+    busy = {"code": "http_error", "message": "The page answered HTTP 503."}
+    page(2, "https://shop.example/sale", status="failed", error=busy)
+    again = page(3, "https://shop.example/sale", status="succeeded", result={"title": "Sale", "markdown": "-20 %"})
+    page(4, "https://shop.example/new", status="failed", error=busy)
+    outcome = _crawl_outcome(crawl, 5).structured_content
+    assert [(page["url"], page["status"], page["title"], page["markdown"]) for page in outcome["pages"]] == [
+        ("https://shop.example/", "succeeded", "Shop", "Welcome."),
+        ("https://shop.example/sale", "succeeded", "Sale", "-20 %"),
+        ("https://shop.example/new", "failed", None, None),
+    ]
+    assert outcome["pages"][1]["runId"] == str(again.pk)
+    assert outcome["pages"][2]["error"] == busy
+    assert outcome["note"].startswith("The crawl is still running after 5 s, with 3 pages so far")
+
+
+def test_crawl_site_with_a_schema_returns_each_pages_data(service, handbook):
+    schema = {"type": "object", "properties": {"heading": {"type": "string", "x-selector": "h1"}}}
+
+    async def session() -> None:
+        async with over_stdio(service) as client:
+            crawled = await client.call_tool(
+                "crawl_site", {"url": handbook.url("/usage"), "schema": schema, "include": ["/usage", "/faq"]}
+            )
+            assert not crawled.is_error, crawled.content
+            result = crawled.structured_content
+            assert result["status"] == "succeeded"
+            assert {page["url"]: (page["status"], page["data"]) for page in result["pages"]} == {
+                handbook.url("/usage"): ("succeeded", {"heading": "Usage"}),
+                handbook.url("/faq"): ("succeeded", {"heading": "FAQ"}),
+            }
+            assert all("markdown" not in page for page in result["pages"])
+            listed = service.get(f"/api/runs?parent={result['runId']}").json()["results"]
+            assert {page["kind"] for page in listed} == {"extract"}
+
+    run_async(session)
