@@ -305,7 +305,7 @@ async def crawl_site(arguments: dict) -> types.CallToolResult:
         **{k: arguments[k] for k in ("schema", "instruction") if k in arguments},
     }
     run = await in_thread(_submit)(spec)
-    wait_s = arguments.get("waitSeconds", DEFAULT_WAIT_SECONDS)
+    wait_s = arguments.get("timeoutSeconds", DEFAULT_WAIT_SECONDS)
     return await in_thread(_crawl_outcome)(await _wait(run, wait_s), wait_s)
 
 
@@ -319,7 +319,7 @@ RUN_SAVED_QUERY = (
 CRAWL_SITE = (
     "Crawl a website from url: follow its links (and its sitemap) within scope, up to maxPages pages and maxDepth "
     "links away, and return the crawl's run id, status and summary, and each page's url, status, title and Markdown "
-    "(with a schema: each page's extracted JSON as data instead). Waits up to waitSeconds; a crawl still going then "
+    "(with a schema: each page's extracted JSON as data instead). Waits up to timeoutSeconds; a crawl still going then "
     "returns the pages done so far with status running and a note, and goes on. The pages' Markdown and data come "
     f"to at most {CRAWL_CONTENT_MAX_CHARS} characters in all (in crawl order; a page past that is cut or left out "
     f"and says so: get_run with its runId gives it whole); at most {CRAWL_PAGES_LISTED_MAX} pages are listed."
@@ -456,7 +456,7 @@ TOOLS: dict[str, Tool] = {
                         "Fields with an x-selector (a CSS selector) are read without a language model.",
                         instruction="With schema: what to extract from each page, in plain words.",
                     ),
-                    "waitSeconds": CRAWL_WAIT,
+                    "timeoutSeconds": CRAWL_WAIT,
                 },
                 required=("url",),
             ),

@@ -552,7 +552,7 @@ CRAWL_ARGUMENTS = {
     "render",
     "schema",
     "instruction",
-    "waitSeconds",
+    "timeoutSeconds",
 }
 
 
@@ -607,7 +607,7 @@ def test_crawl_site_past_its_wait_returns_the_pages_done_so_far_and_the_crawl_go
 
     async def session() -> None:
         async with over_stdio(service) as client:
-            returned["crawl"] = await client.call_tool("crawl_site", {"url": handbook.url("/held"), "waitSeconds": 3})
+            returned["crawl"] = await client.call_tool("crawl_site", {"url": handbook.url("/held"), "timeoutSeconds": 3})
 
     try:
         run_async(session)
@@ -691,8 +691,8 @@ def test_crawl_site_with_bad_arguments_is_a_tool_error_naming_the_argument(servi
                 == "invalid_arguments: scope: 'planet' is not one of ['host', 'domain', 'path']."
             )
             assert (
-                await error_text({"url": url, "waitSeconds": 301})
-                == "invalid_arguments: waitSeconds: 301 is greater than the maximum of 300."
+                await error_text({"url": url, "timeoutSeconds": 301})
+                == "invalid_arguments: timeoutSeconds: 301 is greater than the maximum of 300."
             )
             assert (
                 await error_text({"url": "ftp://example.com/"})
