@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from urllib.parse import urljoin
 
 import trafilatura
 from lxml import etree
@@ -64,6 +65,14 @@ def _parse(page_html: str):
         return lxml_html.fromstring(page_html or "<html></html>")
     except (ValueError, etree.ParserError):
         return None
+
+
+def _base_url(tree, url: str | None) -> str | None:
+    """What the page's relative links are relative to: its <base href> against url, else url."""
+    if not url:
+        return None
+    base = tree.find(".//base[@href]")
+    return urljoin(url, base.get("href").strip()) if base is not None else url
 
 
 def _whole_page(tree, url: str | None) -> str:
@@ -128,9 +137,10 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     extracted = _words(lxml_html.fromstring(fragment).text_content()) if fragment else 0
     if extracted and not shortest:
         return Converted(_convert(fragment), kind)
-    if url:
-        tree.make_links_absolute(url, resolve_base_href=True, handle_failures="ignore")
+    base = _base_url(tree, url)
     region = main_region(tree)
+    if base:  # the region's links only: the rest of the page is not converted
+        region.make_links_absolute(base, resolve_base_href=False, handle_failures="ignore")
     if extracted and extracted >= shortest * _words(region.text_content()):
         return Converted(_convert(fragment), kind)
     markdown = _convert(lxml_html.tostring(region, encoding="unicode"))

@@ -9,6 +9,7 @@ millisecond after the parse.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -55,6 +56,14 @@ _CLASS_WORDS = {
 _COUNTED_TAGS = ("article", "time", "pre", "code", "h1", "h2", "h3", "p", "li", "table", "form", "input", "img", "a")
 
 
+@functools.lru_cache(maxsize=4096)
+def _class_words(attributes: str) -> tuple[str, ...]:
+    """The _CLASS_WORDS an element's "class id" names. Cached: a page repeats the same few class strings."""
+    if not attributes.strip():
+        return ()
+    return tuple(name for name, pattern in _CLASS_WORDS.items() if pattern.search(attributes))
+
+
 def features(page_html: str | None = None, url: str | None = None, *, tree=None) -> dict[str, float]:
     """The classifier's inputs, by name (all finite numbers: flags, log counts and ratios)."""
     if tree is None:
@@ -84,10 +93,8 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
             found[f"og_{(element.get('content') or '').split('.')[0].strip().lower()}"] = 1.0
         tags[tag] += 1
         attributes = f"{element.get('class') or ''} {element.get('id') or ''}"
-        if attributes.strip():
-            for name, pattern in _CLASS_WORDS.items():
-                if pattern.search(attributes):
-                    classes[name] += 1
+        if attributes != " ":
+            classes.update(_class_words(attributes))
         if tag in _SKIPPED:
             continue
         own = len((element.text or "").strip())
@@ -110,8 +117,9 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
         found[name] = math.log1p(classes[name])
     prices = len(_PRICE.findall(body_text))
     found["n_price"] = math.log1p(prices)
-    found["n_cart"] = math.log1p(len(_CART.findall(body_text)))
-    found["one_cart"] = 1.0 if len(_CART.findall(body_text)) in (1, 2) else 0.0
+    carts = len(_CART.findall(body_text))
+    found["n_cart"] = math.log1p(carts)
+    found["one_cart"] = 1.0 if carts in (1, 2) else 0.0
     found["text"] = math.log1p(len(body_text)) / 12
     found["link_density"] = link_chars / text_chars if text_chars else 0.0
     found["paragraph_share"] = min(1.0, paragraph_chars / text_chars) if text_chars else 0.0

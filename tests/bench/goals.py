@@ -103,6 +103,17 @@ GOALS: dict[str, dict[str, Goal | None]] = {
         "real pages, guard off: pages failed that plain loaded": exactly(0, "issue 17"),
         "tiny pages, guard off: service/plain": at_least(0.85, "issue 2"),
     },
+    "crawl": {
+        "render=http: Scrapy pages/s": None,
+        "render=http: service pages/s": None,
+        "render=http: service/Scrapy (worst round)": at_least(0.5, "issue 24"),
+        "render=http: service/Scrapy distinct pages (worst round)": None,
+        "pages found / expected": exactly(1, "issue 24"),
+        "pages with Markdown / pages succeeded": exactly(1, "issue 24"),
+        "disallowed pages fetched": exactly(0, "issue 24"),
+        "URLs fetched twice": exactly(0, "issue 24"),
+        "calendar trap pages fetched": at_most(50, "issue 24: bounded (maxDepth, the trap cap)"),
+    },
     "queue_pickup": {
         "pickup p50 ms": at_most(100, "issue 2"),
         "pickup p99 ms": at_most(300, "issue 2"),

@@ -28,6 +28,7 @@ BENCHMARKS = (
     "markdown_quality",
     "product_extraction",
     "fetch_throughput",
+    "crawl",
     "queue_pickup",
     "event_latency",
     "agent_overhead",
