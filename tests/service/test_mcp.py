@@ -607,7 +607,9 @@ def test_crawl_site_past_its_wait_returns_the_pages_done_so_far_and_the_crawl_go
 
     async def session() -> None:
         async with over_stdio(service) as client:
-            returned["crawl"] = await client.call_tool("crawl_site", {"url": handbook.url("/held"), "timeoutSeconds": 3})
+            returned["crawl"] = await client.call_tool(
+                "crawl_site", {"url": handbook.url("/held"), "timeoutSeconds": 3}
+            )
 
     try:
         run_async(session)
