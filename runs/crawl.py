@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import multiprocessing.util
 import os
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
-from contextlib import contextmanager
 from contextvars import copy_context
 from dataclasses import dataclass
 
@@ -105,27 +106,39 @@ def new_frontier(spec: dict) -> Frontier:
     )
 
 
-@contextmanager
-def converter_processes(count: int) -> Iterator[ProcessPoolExecutor]:
-    """Processes that convert a crawl's pages to Markdown, all started before this returns. A django-q worker is a
-    daemonic process, which multiprocessing forbids to have children: the flag is lifted while they start (from
-    this thread, now, not later from a page's thread). They end with the pool, or when this process dies: their
-    pipe to it closes."""
-    pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
-    config = multiprocessing.current_process()._config  # type: ignore[attr-defined]
-    daemon = config.get("daemon")
-    config["daemon"] = False
-    try:
-        for started in [pool.submit(int) for _ in range(count)]:
-            started.result()
-    except BaseException:
-        pool.shutdown(cancel_futures=True)
-        raise
-    finally:
-        if daemon is not None:
-            config["daemon"] = daemon
-    with pool:
-        yield pool
+_converters: ProcessPoolExecutor | None = None
+_converters_lock = threading.Lock()
+
+
+def converter_processes(count: int) -> ProcessPoolExecutor:
+    """This process's pool of processes that convert crawled pages to Markdown, started (all of them) at its first
+    crawl and kept for the next ones; started again if one of them died (the pool is then broken).
+
+    A django-q worker is a daemonic process, which multiprocessing forbids to have children: the flag is lifted while
+    they start (from this thread, now, not later from a page's thread). They end when this process exits, or with it
+    when it dies: their pipe to it closes."""
+    global _converters
+    with _converters_lock:
+        if _converters is not None and not getattr(_converters, "_broken", False):
+            return _converters
+        pool = ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn"))
+        config = multiprocessing.current_process()._config  # type: ignore[attr-defined]
+        daemon = config.get("daemon")
+        config["daemon"] = False
+        try:
+            for started in [pool.submit(int) for _ in range(count)]:
+                started.result()
+        except BaseException:
+            pool.shutdown(cancel_futures=True)
+            raise
+        finally:
+            if daemon is not None:
+                config["daemon"] = daemon
+        # A multiprocessing child (a django-q worker) leaves through multiprocessing's own exit, which joins its
+        # non-daemonic children without running atexit: shut the pool down first, among its finalizers.
+        multiprocessing.util.Finalize(pool, pool.shutdown, kwargs={"cancel_futures": True}, exitpriority=10)
+        _converters = pool
+        return pool
 
 
 @dataclass
@@ -326,7 +339,7 @@ class Crawl:
 
     def loop(self) -> None:
         """Start pages as the frontier allows (per-host concurrency and delay), at most MAX_IN_FLIGHT at a time, each
-        in a thread of its own; conversions go to processes of the crawl's (CONVERTERS)."""
+        in a thread of its own; conversions go to the processes of converter_processes (CONVERTERS)."""
         in_flight: dict[Future, CrawlEntry] = {}
         # Each its own Chromium, started when a page first needs one (render browser, or auto and a JS shell).
         lanes = [
@@ -338,12 +351,8 @@ class Crawl:
         started = 0
         token = conversions.set(None)
         try:
-            # Pages first, then the converters: a page still running on the way out (cancelled) needs them.
-            with (
-                converter_processes(CONVERTERS) as converters,
-                ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="crawl-page") as pages,
-            ):
-                conversions.set(converters)
+            with ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="crawl-page") as pages:
+                conversions.set(converter_processes(CONVERTERS))
                 try:
                     while True:
                         self.recorder.checkpoint()

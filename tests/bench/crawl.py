@@ -1,6 +1,6 @@
 """Crawl throughput and correctness: `manage.py crawl` against Scrapy's plain CrawlSpider on the same local site.
 
-    .venv/bin/python -m tests.bench.crawl [--pages 1000] [--rounds 2] [--concurrency 8]
+    .venv/bin/python -m tests.bench.crawl [--pages 1000] [--rounds 2] [--concurrency 8] [--browser-pages 100]
 
 The site (served from memory by a loopback HTTP server in a process of its own) is made of real page bodies from
 ../shared/datasets/wcxb-dev (read, never changed on disk): each body keeps its own content and links (a <base> with
@@ -17,6 +17,8 @@ command's process, and every page is a persisted run with its Markdown; Scrapy (
 each page's URL and title. Rounds alternate Scrapy, service, … so machine noise hits both alike; the ratio is
 taken per round. Correctness is the service's: pages found / expected, disallowed pages fetched (0), URLs fetched
 twice after normalisation (0), calendar pages fetched (bounded by maxDepth and the trap cap).
+
+Then render=browser on --browser-pages pages against the plain Playwright script of issue 12 (browser_round).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from runs.engine.crawl_rules import normalize_url, page_key
+from tests.bench.fetch_throughput import PlainScript
 from tests.bench.goals import Result
 from tests.datasets import DATASETS
 
@@ -214,7 +217,7 @@ def scrapy_round(site: Site, max_pages: int, concurrency: int, work: Path) -> di
     return {"seconds": elapsed, "pages": len(urls), "urls": urls}
 
 
-def service_round(site: Site, max_pages: int, concurrency: int, work: Path, port: int) -> dict:
+def service_round(site: Site, max_pages: int, concurrency: int, work: Path, port: int, render: str = "http") -> dict:
     data = Path(tempfile.mkdtemp(prefix="crawl-bench-", dir=work))
     env = {
         **os.environ,
@@ -232,7 +235,7 @@ def service_round(site: Site, max_pages: int, concurrency: int, work: Path, port
             site.origin + "/",
             "--quiet",
             "--render",
-            "http",
+            render,
             "--max-pages",
             str(max_pages),
             "--max-depth",
@@ -255,6 +258,31 @@ def service_round(site: Site, max_pages: int, concurrency: int, work: Path, port
     return {"seconds": elapsed, "pages": len(succeeded), "urls": urls, "markdown": with_markdown}
 
 
+def browser_round(site: Site, pages: int, work: Path, port: int) -> dict:
+    """render=browser on `pages` pages (2 per host: the crawl's two Chromiums) against the plain Playwright script of
+    tests.bench.fetch_throughput (issue 12: per page a fresh context, goto, a screenshot, content) loading the same
+    pages two at a time, its Chromiums started and the URLs in hand before its clock starts; the crawl's clock
+    includes starting its Chromiums and finding the pages. Plain first, then the crawl, then plain again: the ratio
+    is taken against the mean of the two plain rounds."""
+    ours = service_round(site, pages, 2, work, port, render="browser")
+    urls = [url for url in ours["urls"] if url.startswith(site.origin)][:pages]
+    plain = PlainScript(2)
+    try:
+        before, _, _ = plain.run(urls)
+        after, _, failures = plain.run(urls)
+    finally:
+        plain.close()
+    plain_rate = (before + after) / 2
+    service_rate = ours["pages"] / ours["seconds"]
+    return {
+        "plain pages/s": plain_rate,
+        "service pages/s": service_rate,
+        "ratio": service_rate / plain_rate,
+        "plain failures": len(failures),
+        "service pages": ours["pages"],
+    }
+
+
 def correctness(site: Site, urls: list[str]) -> dict:
     normal = [page_key(normalize_url(url)) for url in urls]
     fetched = set(normal)
@@ -268,7 +296,7 @@ def correctness(site: Site, urls: list[str]) -> dict:
     }
 
 
-def measure(pages: int, rounds: int, concurrency: int) -> dict:
+def measure(pages: int, rounds: int, concurrency: int, browser_pages: int = 0) -> dict:
     port = free_port()
     site = Site(port, pages)
     max_pages = 2 * pages
@@ -296,13 +324,16 @@ def measure(pages: int, rounds: int, concurrency: int) -> dict:
                     }
                 )
                 print(json.dumps(figures["rounds"][-1], indent=1), flush=True)
+            if browser_pages:
+                figures["browser"] = browser_round(site, browser_pages, work, port)
+                print(json.dumps(figures["browser"], indent=1), flush=True)
     finally:
         server.terminate()
     return figures
 
 
 def figures(full: bool = False) -> Result:
-    measured = measure(1000 if full else 200, 2 if full else 1, 8)
+    measured = measure(1000 if full else 200, 2 if full else 1, 8, browser_pages=100 if full else 30)
     last = measured["rounds"][-1]
     service = last["service"]
     return Result(
@@ -320,6 +351,9 @@ def figures(full: bool = False) -> Result:
             "disallowed pages fetched": service["disallowed"],
             "URLs fetched twice": service["duplicates"],
             "calendar trap pages fetched": service["calendar"],
+            "render=browser: plain Playwright pages/s": measured["browser"]["plain pages/s"],
+            "render=browser: service pages/s": measured["browser"]["service pages/s"],
+            "render=browser: service/plain": measured["browser"]["ratio"],
         },
     )
 
@@ -329,8 +363,9 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--browser-pages", type=int, default=100, help="render=browser pages (0: not measured)")
     args = parser.parse_args()
-    measured = measure(args.pages, args.rounds, args.concurrency)
+    measured = measure(args.pages, args.rounds, args.concurrency, args.browser_pages)
     print(json.dumps(measured, indent=1))
 
 

@@ -113,6 +113,9 @@ GOALS: dict[str, dict[str, Goal | None]] = {
         "disallowed pages fetched": exactly(0, "issue 24"),
         "URLs fetched twice": exactly(0, "issue 24"),
         "calendar trap pages fetched": at_most(50, "issue 24: bounded (maxDepth, the trap cap)"),
+        "render=browser: plain Playwright pages/s": None,
+        "render=browser: service pages/s": None,
+        "render=browser: service/plain": at_least(0.9, "issue 24"),
     },
     "queue_pickup": {
         "pickup p50 ms": at_most(100, "issue 2"),

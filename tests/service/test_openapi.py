@@ -60,7 +60,9 @@ def test_the_run_spec_shapes_are_told_apart_by_kind(document):
     assert set(extract["required"]) == {"kind", "url", "schema"}
     assert "goal" not in extract["properties"] and extract["additionalProperties"] is False
     crawl = document["components"]["schemas"][mapping["crawl"].rsplit("/", 1)[-1]]
-    assert "crawl" in crawl["properties"] and "schema" not in crawl["properties"]
+    # A crawl takes a schema for its pages (extract pages), never an agent's goal.
+    assert {"crawl", "schema", "instruction"} <= set(crawl["properties"]) and "goal" not in crawl["properties"]
+    assert set(crawl["required"]) == {"kind", "url"}
 
 
 @pytest.mark.parametrize(
