@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,9 +39,12 @@ from runs.engine.netguard import REFUSED_HEADER, network_guard
 from runs.engine.secrets import FillRefused, Secrets
 from runs.engine.spec import Credential, EngineError, FetchSpec, PageCopy, Recorder, checked_url
 
+log = logging.getLogger(__name__)
+
 TEXT_LIMIT = 4000
 ELEMENT_LIMIT = 150
 ACTION_WAIT_MS = 5000
+SCREENSHOT_TRIES = 3  # pictures taken while a page takes the marks off the fields that hold a secret
 
 SYSTEM_PROMPT = (
     "You operate a web browser to reach the user's goal. Each turn you get the current page: its interactive "
@@ -420,8 +424,15 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
 def _screenshot(page: Page, spec: AgentSpec, secrets: Secrets) -> bytes | None:
     if not spec.page.options.screenshots:
         return None
-    # Password fields and the fields that received a secret are painted over, whatever they show.
-    return capture_screenshot(page, mask=secrets.masks(page))
+    # Password fields and the fields that received a secret are painted over, whatever they show. A page may take
+    # the marker off a field between masks() marking it and the picture: then it is taken again, and after
+    # SCREENSHOT_TRIES there is no picture rather than one that may show a secret.
+    for _ in range(SCREENSHOT_TRIES):
+        shot = capture_screenshot(page, mask=secrets.masks(page))
+        if shot is None or secrets.still_marked():
+            return shot
+    log.warning("no screenshot: the page kept taking the marks off the fields that hold a secret")
+    return None
 
 
 def _act(page: Page, name: str, arguments: dict, secrets: Secrets, spec: AgentSpec, deadline: float) -> str | None:

@@ -172,6 +172,17 @@ class Secrets:
             kept.append(field)
         self.filled = kept
 
+    def still_marked(self) -> bool:
+        """Whether every filled field still in a page carries the marker: a screenshot taken while a page had taken
+        one off (it may, at any moment) would not have painted over that field."""
+        for field in self.filled:
+            try:
+                if not field.evaluate("(el, marker) => el.hasAttribute(marker)", self.marker):
+                    return False
+            except PlaywrightError:  # its document is gone: nothing of it is on screen
+                continue
+        return True
+
     def masks(self, page: Page) -> list[Locator]:
         """What screenshots paint over: every password field, every field that received a value, and every element
         whose text showed a piece of a secret in the last observations (matched in Playwright's own script world,

@@ -57,6 +57,9 @@ pw.addEventListener('input', () => {{
 }});
 </script></body></html>"""
 
+# The same page, taking the marks off again and again, as fast as it can, from the first key typed.
+RELENTLESS = HOSTILE.replace("setTimeout(", "setInterval(").replace("}), 300);", "}), 0);")
+assert RELENTLESS.count("setInterval(") == 1 and "}), 0);" in RELENTLESS
 ECHO_RULE = {"type": "object", "properties": {"echo": {"type": "string", "x-selector": "#echo"}}}
 SCRIPT = [
     {"tool": "type", "args": {"ref": 4, "text": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA{{cred.password}}"}},
@@ -80,7 +83,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         self.server.hits.append(self.path)
-        page = HOSTILE if self.path == "/signin" else "<html><head><title>Help</title></head><body>Help</body></html>"
+        page = {"/signin": HOSTILE, "/relentless": RELENTLESS}.get(
+            self.path, "<html><head><title>Help</title></head><body>Help</body></html>"
+        )
         data = page.encode()
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -194,6 +199,23 @@ def test_a_hostile_page_and_model_get_no_piece_of_the_password(api, settings, ho
         for box in (FIELD, ECHO):  # and the paragraph that echoes it
             red, green, blue = mean_colour(image, box)
             assert red > 200 and green < 60 and blue > 200, (step["index"], box, (red, green, blue))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_screenshot_shows_a_field_whose_marks_the_page_keeps_taking_off(api, settings, hostile):
+    store_credential(origin(hostile))
+    typing = [{"tool": "type", "args": {"ref": 2, "text": "{{cred.password}}"}}]
+    waits = [{"tool": "wait", "args": {"ms": 50}} for _ in range(4)]
+    done = [{"tool": "done", "args": {"output": {}}}]
+    run, _ = agent(api, origin(hostile) + "/relentless", [*typing, *waits, *done], settings)
+    assert run["status"] == "succeeded", run["error"]
+    after = run["steps"][1:6]
+    assert "[2] <input type=text> Password" in after[-1]["observation"]  # the page shows it in clear
+    for step in after:
+        if step["screenshot"] is None:  # no picture rather than one that may show it
+            continue
+        red, green, blue = mean_colour(screenshot(api, step), FIELD)
+        assert red > 200 and green < 60 and blue > 200, (step["index"], (red, green, blue))
 
 
 @pytest.mark.django_db(transaction=True)
