@@ -8,9 +8,10 @@ module does the I/O around them in the crawl's worker:
 - each page as a child run (render auto: plain HTTP, Chromium for a JavaScript shell; http; browser), submitted and
   executed here, in the crawl's own worker (a crawl never waits for a free worker, nor holds one that its pages wait
   for): up to MAX_IN_FLIGHT pages at a time, as per-host concurrency and delay allow, each in a thread; their
-  Markdown conversions in CONVERTERS processes of the crawl's (Python's conversion is CPU-bound: threads alone would
-  hold a crawl to one core); their browser work on the crawl's own Chromiums (BROWSERS), so a page that needs a
-  browser never holds up the plain-HTTP ones. The links of each page are offered to the frontier;
+  Markdown conversions in the worker's converter processes, CONVERTERS of them started at its first crawl (Python's
+  conversion is CPU-bound: threads alone would hold a crawl to one core); their browser work on the crawl's own
+  Chromiums (BROWSERS), so a page that needs a browser never holds up the plain-HTTP ones. The links of each page are
+  offered to the frontier;
 - a step of the crawl per page: what was found, queued and skipped with the reason;
 - the frontier written at most every SAVE_SECONDS (CrawlFrontier). A crawl taken over after its worker died goes on
   from it: a page whose child run already finished is not fetched again (its links are taken from its result), one
