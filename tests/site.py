@@ -276,3 +276,51 @@ def real_login_state(browser, site: TestSite) -> dict:
         return context.storage_state()
     finally:
         context.close()
+
+
+class PageServer:
+    """A real HTTP server on 127.0.0.1 for a test's own small site: each GET is answered by answer(path), which a
+    subclass writes, as (status, content type, body) or with a fourth item, more headers. Requests are counted per
+    path (hits) before they are answered."""
+
+    def __init__(self) -> None:
+        self.hits: collections.Counter[str] = collections.Counter()
+        site = self
+
+        class PageHandler(BaseHTTPRequestHandler):
+            def log_message(self, format, *args):
+                pass
+
+            def do_GET(self):
+                site.hits[self.path] += 1
+                status, content_type, body, *more = site.answer(self.path)
+                payload = body.encode() if isinstance(body, str) else body
+                self.send_response(status)
+                for name, value in (more[0] if more else {}).items():
+                    self.send_header(name, value)
+                self.send_header("Content-Type", content_type)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), PageHandler)
+        self.server.daemon_threads = True  # a handler still waiting (a held page) does not hold up the shutdown
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def answer(self, path: str) -> tuple:
+        raise NotImplementedError
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -6,51 +6,19 @@ from __future__ import annotations
 
 import os
 import signal
-import threading
 import time
-from collections import Counter
 from datetime import datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from tests.live import SHORT_LEASE_SECONDS, LiveService
+from tests.site import PageServer
 
 pytestmark = pytest.mark.live
 
 
-class CrawlSite:
-    def __init__(self):
-        self.hits: Counter[str] = Counter()
-        self.busy_at = 0.0
-        site = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format, *args):
-                pass
-
-            def do_GET(self):
-                site.hits[self.path] += 1
-                status, content_type, body = site.answer(self.path)
-                payload = body.encode()
-                self.send_response(status)
-                if status == 429:
-                    site.busy_at = time.monotonic()
-                    self.send_header("Retry-After", "2")
-                self.send_header("Content-Type", content_type)
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True  # a handler still sleeping (/hang-once) does not hold up the shutdown
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
+class CrawlSite(PageServer):
     def page(self, title: str, links: list[str]) -> tuple[int, str, str]:
         anchors = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
         body = f"<p>{title} is a page of the crawl site, with enough words to be its main content.</p>"
@@ -106,7 +74,7 @@ class CrawlSite:
             return 200, "text/html", f'<html><body><div id="root"></div><script>{script}</script></body></html>'
         if parts.path == "/busy":  # too busy the first time, with a Retry-After
             if self.hits[path] == 1:
-                return 429, "text/html", "<html><body>slow down</body></html>"
+                return 429, "text/html", "<html><body>slow down</body></html>", {"Retry-After": "2"}
             return self.page("Busy", [])
         if parts.path == "/canon":
             return self.page("Canon", ["/a", "/a-print"])
@@ -124,14 +92,6 @@ class CrawlSite:
             month = int(parse_qs(parts.query)["month"][0])
             return self.page(f"Month {month}", [f"/calendar?month={month + 1}"])
         return 404, "text/html", "<html><body>missing</body></html>"
-
-    def __enter__(self) -> CrawlSite:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import anyio
 import httpx2
@@ -24,6 +23,7 @@ from mcp_types import CallToolResult
 from tests.fake_models import FakeOpenAI
 from tests.fake_searxng import FakeSearxng
 from tests.live import KEY, ROOT, LiveService
+from tests.site import PageServer
 
 pytestmark = pytest.mark.live
 
@@ -72,7 +72,7 @@ def service(tmp_path_factory, site, model):
     live.stop()
 
 
-class Handbook:
+class Handbook(PageServer):
     """A small site for crawl_site on 127.0.0.1: four linked pages, three long ones, and a page that answers only
     when the test lets it (`release`)."""
 
@@ -92,30 +92,10 @@ class Handbook:
     }
 
     def __init__(self) -> None:
+        super().__init__()
         self.release = threading.Event()
-        site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format, *args):
-                pass
-
-            def do_GET(self):
-                status, body = site.answer(self.path)
-                payload = body.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "text/html")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-
-    def answer(self, path: str) -> tuple[int, str]:
+    def answer(self, path: str) -> tuple[int, str, str]:
         if path == "/held/late":
             self.release.wait(timeout=60)
         if path in self.PAGES:
@@ -125,21 +105,20 @@ class Handbook:
             title, word, links = self.LONG[path]
             paragraphs = "".join(f"<p>The {word} long page, paragraph {n}, {'is long ' * 8}.</p>" for n in range(800))
         else:
-            return 404, "<html><body>missing</body></html>"
+            return 404, "text/html", "<html><body>missing</body></html>"
         anchors = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
-        return 200, (
-            f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>{paragraphs}<ul>{anchors}</ul>"
-            "</main></body></html>"
+        return (
+            200,
+            "text/html",
+            (
+                f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>{paragraphs}<ul>{anchors}</ul>"
+                "</main></body></html>"
+            ),
         )
-
-    def __enter__(self) -> Handbook:
-        self.thread.start()
-        return self
 
     def __exit__(self, *exc) -> None:
         self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().__exit__(*exc)
 
 
 @pytest.fixture(scope="module")

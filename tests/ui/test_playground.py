@@ -13,13 +13,12 @@ import subprocess
 import sys
 import threading
 import time
-from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.live import KEY, ROOT
+from tests.site import PageServer
 from tests.ui.conftest import open_ui
 from tests.webhook_receiver import Receiver
 
@@ -466,7 +465,7 @@ def test_api_errors_read_as_sentences(ui, site):
     expect(page.get_by_text("There is no page here.")).to_be_visible()
 
 
-class LinkedSite:
+class LinkedSite(PageServer):
     """Three linked pages on 127.0.0.1 for a crawl: / -> /guide -> /about (each links back), and a link from / to a
     page the crawl's exclude glob leaves out. /about answers only once the test releases it, so the crawl is seen
     running with two pages done."""
@@ -479,49 +478,27 @@ class LinkedSite:
     }
 
     def __init__(self):
-        self.hits: Counter[str] = Counter()
+        super().__init__()
         self.release = threading.Event()
-        site = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format, *args):
-                pass
-
-            def do_GET(self):
-                site.hits[self.path] += 1
-                if self.path not in site.PAGES:
-                    self.send_error(404)  # robots.txt and sitemap.xml too: crawl everything, links only
-                    return
-                if self.path == "/about":
-                    site.release.wait(timeout=60)
-                title, links = site.PAGES[self.path]
-                anchors = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
-                body = (
-                    f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>"
-                    f"<p>{title} is a page of a small site, with words enough to be its main content.</p>"
-                    f"<ul>{anchors}</ul></main></body></html>"
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
-
-    def __enter__(self) -> LinkedSite:
-        self.thread.start()
-        return self
+    def answer(self, path: str) -> tuple[int, str, str]:
+        if path not in self.PAGES:  # robots.txt and sitemap.xml too: crawl everything, links only
+            return 404, "text/html", "<html><body>missing</body></html>"
+        if path == "/about":
+            self.release.wait(timeout=60)
+        title, links = self.PAGES[path]
+        anchors = "".join(f'<li><a href="{link}">{link}</a></li>' for link in links)
+        return (
+            200,
+            "text/html; charset=utf-8",
+            f"<html><head><title>{title}</title></head><body><main><h1>{title}</h1>"
+            f"<p>{title} is a page of a small site, with words enough to be its main content.</p>"
+            f"<ul>{anchors}</ul></main></body></html>",
+        )
 
     def __exit__(self, *exc) -> None:
         self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
+        super().__exit__(*exc)
 
 
 @pytest.fixture
