@@ -43,6 +43,7 @@ from runs.engine.crawl_rules import (
     CrawlScope,
     Frontier,
     RobotsRules,
+    canonical_of,
     links_and_canonical,
     normalize_url,
     parse_sitemap,
@@ -145,7 +146,8 @@ def converter_processes(count: int) -> ProcessPoolExecutor:
 @dataclass
 class PageDone:
     """A page's child run, finished, and what the crawl reads from the page it archived: its links (an extract
-    page's result is the data, not the page's links) and its canonical URL; None when it archived none."""
+    page's: its result is the data, not the page's links; a fetch page's are in its result) and its canonical URL;
+    None when it archived none."""
 
     run: Run
     links: list[str] | None = None
@@ -157,6 +159,8 @@ class PageDone:
         copy = archive.read_page(step) if step is not None else None
         if copy is None:
             return cls(run)
+        if run.kind == Run.Kind.FETCH:  # its links are in its result
+            return cls(run, canonical=canonical_of(copy.html, copy.url))
         links, canonical = links_and_canonical(copy.html, copy.url)
         return cls(run, links, canonical)
 

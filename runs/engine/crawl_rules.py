@@ -158,6 +158,7 @@ def _is_tracking(key: str) -> bool:
     return lowered in TRACKING_PARAMETERS or lowered.startswith(TRACKING_PREFIXES)
 
 
+@functools.lru_cache(maxsize=65536)
 def host_of(url: str) -> str:
     """The host (with a non-default port) of a normalised URL: the unit of politeness."""
     return urlsplit(url).netloc
@@ -379,6 +380,7 @@ class Frontier:
     max_retries: int = DEFAULT_MAX_RETRIES
     seen: set[str] = field(init=False, default_factory=set)
     queue: deque[CrawlEntry] = field(init=False, default_factory=deque)
+    queued_per_host: Counter[str] = field(init=False, default_factory=Counter)  # the queue's entries by host
     in_flight: dict[str, CrawlEntry] = field(init=False, default_factory=dict)
     done: dict[str, int | str] = field(init=False, default_factory=dict)
     template_counts: Counter[str] = field(init=False, default_factory=Counter)
@@ -419,8 +421,22 @@ class Frontier:
         if template:
             self.template_counts[template] += 1
         self.seen.add(page_key(normal))
-        self.queue.append(CrawlEntry(normal, depth, found_from))
+        self._enqueue(CrawlEntry(normal, depth, found_from))
         return Decision(normal)
+
+    def _enqueue(self, entry: CrawlEntry, *, first: bool = False) -> None:
+        if first:
+            self.queue.appendleft(entry)
+        else:
+            self.queue.append(entry)
+        self.queued_per_host[host_of(entry.url)] += 1
+
+    def _unqueue(self, entry: CrawlEntry) -> None:
+        self.queue.remove(entry)
+        host = host_of(entry.url)
+        self.queued_per_host[host] -= 1
+        if not self.queued_per_host[host]:
+            del self.queued_per_host[host]
 
     def _robots_allow(self, url: str) -> bool:
         if not self.respect_robots:
@@ -450,18 +466,20 @@ class Frontier:
 
     # Politeness
 
+    def _may_start(self, host: str, now: float) -> bool:
+        politeness = self.hosts.get(host)
+        return politeness is None or (politeness.in_flight < self.per_host_concurrency and now >= politeness.next_start)
+
     def next_ready(self, now: float) -> CrawlEntry | None:
-        """The first queued entry whose host may start a fetch now; it moves to in flight."""
-        blocked: set[str] = set()
-        for entry in self.queue:
+        """The first queued entry whose host may start a fetch now; it moves to in flight. Asked after every page
+        of a crawl: the queue is read only when a host with queued entries may start one."""
+        ready = {host for host in self.queued_per_host if self._may_start(host, now)}
+        for entry in self.queue if ready else ():
             host = host_of(entry.url)
-            if host in blocked:
+            if host not in ready:
                 continue
             politeness = self.hosts.setdefault(host, HostPoliteness())
-            if politeness.in_flight >= self.per_host_concurrency or now < politeness.next_start:
-                blocked.add(host)
-                continue
-            self.queue.remove(entry)
+            self._unqueue(entry)
             politeness.in_flight += 1
             politeness.next_start = now + self.delay_seconds(entry.url)
             self.in_flight[entry.url] = entry
@@ -470,7 +488,7 @@ class Frontier:
 
     def next_start_time(self) -> float | None:
         """The earliest time a queued entry's host allows a start (ignoring concurrency), or None with no queue."""
-        starts = [self.hosts.get(host_of(entry.url), HostPoliteness()).next_start for entry in self.queue]
+        starts = [self.hosts[host].next_start if host in self.hosts else 0.0 for host in self.queued_per_host]
         return min(starts, default=None)
 
     def delay_seconds(self, url: str) -> float:
@@ -499,7 +517,7 @@ class Frontier:
         del self.in_flight[url]
         politeness.in_flight = max(0, politeness.in_flight - 1)
         entry.attempts += 1
-        self.queue.appendleft(entry)
+        self._enqueue(entry, first=True)
         return True
 
     def mark_done(self, url: str, status: int | str = "done") -> None:
@@ -511,7 +529,7 @@ class Frontier:
         else:
             for entry in self.queue:
                 if entry.url == url:
-                    self.queue.remove(entry)
+                    self._unqueue(entry)
                     break
         self.seen.add(page_key(url))
         self.done[url] = status
@@ -543,7 +561,10 @@ class Frontier:
     def restore(self, state: dict) -> None:
         """Load a snapshot() into this frontier (built with the same scope and options)."""
         self.seen = set(state["seen"])
-        self.queue = deque(CrawlEntry(**entry) for entry in state["queue"])
+        self.queue = deque()
+        self.queued_per_host = Counter()
+        for entry in state["queue"]:
+            self._enqueue(CrawlEntry(**entry))
         self.in_flight = {}
         self.done = dict(state["done"])
         self.template_counts = Counter(state["template_counts"])
@@ -604,14 +625,20 @@ def _links(document: lxml_html.HtmlElement, url: str) -> list[str]:
     return list(links)
 
 
+_HEAD_END = {str: re.compile(r"</head\s*>", re.I), bytes: re.compile(rb"</head\s*>", re.I)}
+
+
 def canonical_of(html: str | bytes, url: str) -> str | None:
-    """The page's <link rel=canonical>, normalised, or None."""
-    document = _document(html)
+    """The page's <link rel=canonical>, normalised, or None. Read from the page's head alone (a crawl asks it of every
+    page): that is where a canonical link counts (in the body, search engines ignore it, and so does _canonical)."""
+    end = _HEAD_END[type(html)].search(html)
+    document = _document(html[: end.end()] if end else html)
     return None if document is None else _canonical(document, url)
 
 
 def _canonical(document: lxml_html.HtmlElement, url: str) -> str | None:
-    for link in document.iter("link"):
+    head = document.find("head")
+    for link in head.iter("link") if head is not None else ():
         if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
             return normalize_url(link.get("href"), _base_of(document, url))
     return None

@@ -26,7 +26,10 @@ __all__ = ["TYPES", "features", "page_type", "scores"]
 _SKIPPED = {"script", "style", "noscript", "template", "svg", "head"}
 _JSONLD_TYPE = re.compile(r'"@type"\s*:\s*(\[[^\]]*\]|"[^"]*")')
 _PRICE = re.compile(r"(?:[$€£¥₹]\s?\d|\d(?:[.,]\d{2})?\s?(?:€|EUR|USD|GBP|kr|zł|CHF)\b)")
-_CART = re.compile(r"add to (?:cart|bag|basket)|in den warenkorb|ajouter au panier|añadir al carrito|buy now", re.I)
+# Matched in the lowered text: a case-insensitive pattern is several times slower.
+_CART = re.compile(r"add to (?:cart|bag|basket)|in den warenkorb|ajouter au panier|añadir al carrito|buy now")
+# The body's text, without scripts and styles (in HTML they hold text only): plain strings, not lxml's "smart" ones.
+_BODY_TEXT = etree.XPath("//body//text()[not(parent::script) and not(parent::style)]", smart_strings=False)
 _URL_WORDS = {
     "url_forum": r"forum|thread|topic|discussion|community|/t/|questions?/|/r/|board|showthread|viewtopic|comments",
     "url_docs": r"docs?/|documentation|/api/|reference|manual|guide|/learn/|readthedocs|/wiki/|tutorial|/help/",
@@ -64,6 +67,18 @@ def _class_words(attributes: str) -> tuple[str, ...]:
     return tuple(name for name, pattern in _CLASS_WORDS.items() if pattern.search(attributes))
 
 
+def _jsonld_types(source: str) -> set[str]:
+    """The schema.org types a JSON-LD block names ("@type"), lowered."""
+    types: set[str] = set()
+    for match in _JSONLD_TYPE.findall(source):
+        try:
+            named = json.loads(match)
+        except ValueError:
+            continue
+        types.update(str(name).lower() for name in (named if isinstance(named, list) else [named]))
+    return types
+
+
 def features(page_html: str | None = None, url: str | None = None, *, tree=None) -> dict[str, float]:
     """The classifier's inputs, by name (all finite numbers: flags, log counts and ratios)."""
     if tree is None:
@@ -76,34 +91,39 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
     classes: Counter[str] = Counter()
     schema_types: set[str] = set()
     text_chars = link_chars = paragraph_chars = 0
+    # One pass, run on every page a service converts: the cheap tests first, attributes read only where there are any.
     for element in tree.iter():
-        tag = element.tag if isinstance(element.tag, str) else ""
-        if tag == "script" and (element.get("type") or "").lower() == "application/ld+json":
-            for match in _JSONLD_TYPE.findall(element.text or ""):
-                try:
-                    named = json.loads(match)
-                except ValueError:
-                    continue
-                schema_types.update(str(name).lower() for name in (named if isinstance(named, list) else [named]))
-            continue
-        itemtype = element.get("itemtype")
-        if itemtype:
-            schema_types.update(part.rsplit("/", 1)[-1].lower() for part in itemtype.split())
-        if tag == "meta" and element.get("property") == "og:type":
+        tag = element.tag
+        if tag.__class__ is not str:  # a comment or a processing instruction: counted as text, under no tag
+            tag = ""
+        elif tag == "script":
+            kind = element.get("type")
+            if kind and kind.lower() == "application/ld+json":
+                schema_types.update(_jsonld_types(element.text or ""))
+                continue
+        elif tag == "meta" and element.get("property") == "og:type":
             found[f"og_{(element.get('content') or '').split('.')[0].strip().lower()}"] = 1.0
         tags[tag] += 1
-        attributes = f"{element.get('class') or ''} {element.get('id') or ''}"
-        if attributes != " ":
-            classes.update(_class_words(attributes))
+        attributes = element.attrib if tag else None
+        if attributes:
+            itemtype = attributes.get("itemtype")
+            if itemtype:
+                schema_types.update(part.rsplit("/", 1)[-1].lower() for part in itemtype.split())
+            named, identifier = attributes.get("class"), attributes.get("id")
+            if named or identifier:
+                for word in _class_words(f"{named or ''} {identifier or ''}"):
+                    classes[word] += 1
         if tag in _SKIPPED:
             continue
-        own = len((element.text or "").strip())
-        text_chars += own
-        if tag == "a":
-            link_chars += own
-        elif tag == "p":
+        text = element.text
+        if text:
+            own = len(text.strip())
+            text_chars += own
+            if tag == "a":
+                link_chars += own
+        if tag == "p":
             paragraph_chars += len(element.text_content())
-    body_text = " ".join(tree.xpath("//body//text()[not(ancestor::script) and not(ancestor::style)]"))
+    body_text = " ".join(_BODY_TEXT(tree))
     for name, group in _SCHEMA_GROUPS.items():
         found[name] = 1.0 if schema_types & group else 0.0
     path = urlsplit(url or "").path or "/"
@@ -117,7 +137,7 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
         found[name] = math.log1p(classes[name])
     prices = len(_PRICE.findall(body_text))
     found["n_price"] = math.log1p(prices)
-    carts = len(_CART.findall(body_text))
+    carts = len(_CART.findall(body_text.lower()))
     found["n_cart"] = math.log1p(carts)
     found["one_cart"] = 1.0 if carts in (1, 2) else 0.0
     found["text"] = math.log1p(len(body_text)) / 12

@@ -18,6 +18,7 @@ from runs.engine.crawl_rules import (
     RobotsRules,
     canonical_of,
     glob_to_regex,
+    links_and_canonical,
     links_of,
     normalize_url,
     page_key,
@@ -338,6 +339,18 @@ def test_canonical_link():
     assert links_of("", "https://example.com/") == []
 
 
+def test_a_canonical_link_counts_in_the_head_only():
+    body_only = '<html><head><title>t</title></head><body><link rel="canonical" href="/other"></body></html>'
+    assert canonical_of(body_only, "https://example.com/page") is None
+    assert links_and_canonical(body_only, "https://example.com/page")[1] is None
+    in_head = '<html><head><link rel="canonical" href="/guide"></head><body><a href="/x">x</a></body></html>'
+    assert canonical_of(in_head.encode(), "https://example.com/guide?utm_source=a") == "https://example.com/guide"
+    assert links_and_canonical(in_head, "https://example.com/page") == (
+        ["https://example.com/x"],
+        "https://example.com/guide",
+    )
+
+
 def test_a_page_whose_canonical_was_seen_is_a_duplicate():
     frontier = frontier_for()
     frontier.offer("https://example.com/guide", 1)
@@ -447,6 +460,19 @@ def test_429_with_retry_after_delays_that_host_only_and_queues_the_url_again():
     retried = frontier.next_ready(now=40)
     assert (retried.url, retried.attempts) == ("https://example.com/a", 1)
     assert frontier.next_ready(now=40).url == "https://example.com/b"
+
+
+def test_a_host_whose_queued_urls_were_marked_done_sets_no_start_time():
+    frontier = frontier_for(scope="domain", delay_ms=5000)
+    frontier.learn_robots("https://docs.example.com/robots.txt", RobotsRules.parse(""))
+    frontier.offer("https://example.com/a", 1)
+    frontier.offer("https://docs.example.com/b", 1)
+    assert frontier.next_ready(now=10).url == "https://example.com/a"
+    frontier.mark_done("https://docs.example.com/b", 200)
+    assert frontier.next_start_time() is None
+    assert frontier.next_ready(now=10) is None
+    frontier.report("https://example.com/a", 200, now=11)
+    assert frontier.is_finished()
 
 
 def test_503_without_retry_after_backs_off_exponentially_then_gives_up():
