@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from contextvars import copy_context
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import requests
 from django.conf import settings
@@ -49,7 +49,7 @@ from runs.engine.crawl_rules import (
     parse_sitemap,
     robots_url_of,
 )
-from runs.engine.fetch import conversions
+from runs.engine.fetch import conversions, page_loaded
 from runs.engine.http_fetch import USER_AGENT
 from runs.engine.netguard import REFUSED_HEADER, network_guard
 from runs.engine.spec import RunAborted
@@ -165,6 +165,20 @@ class PageDone:
         return cls(run, links, canonical)
 
 
+@dataclass
+class PageInFlight:
+    """A page started by the crawl: its entry, the browser lane it was given, and whether its host was released."""
+
+    entry: CrawlEntry
+    lane: BrowserThread
+    loaded: Future = field(default_factory=Future)  # set by the page's thread once it is loaded
+    released: bool = False  # its place in its host's concurrency given back (loaded, or ended before)
+
+    def announce_loaded(self) -> None:
+        if not self.loaded.done():
+            self.loaded.set_result(None)
+
+
 class Crawl:
     """One attempt of a crawl run. execute: how a child run is executed in this process (runs.jobs.execute_run)."""
 
@@ -276,18 +290,19 @@ class Crawl:
         kept = {key: options[key] for key in ("mainContent", "timeoutMs") if key in options}
         return {**kept, "render": self.options.get("render", "http")}
 
-    def _run_child(self, child_id: str, lane: BrowserThread) -> PageDone:
+    def _run_child(self, child_id: str, page: PageInFlight) -> PageDone:
         """Execute the child run here (a page thread) and return it finished. One already finished (a crawl taken
-        over) is returned as it is; one another worker is running is waited for. lane: the crawl's browser its
-        browser work (if any) goes to, on that browser's thread, while the rest of it (plain HTTP, conversion,
-        recording) stays in this one."""
+        over) is returned as it is; one another worker is running is waited for. The page's lane: the crawl's
+        browser its browser work (if any) goes to, on that browser's thread, while the rest of it (plain HTTP,
+        conversion, recording) stays in this one; its loaded signal is given by the engine (page_loaded)."""
+        page_loaded.set(page.announce_loaded)
         try:
             while True:
                 child = Run.objects.get(pk=child_id)
                 if child.is_final:
                     return PageDone.of(child)
                 if child.status == Run.Status.QUEUED:  # new, handed back, or re-queued after its worker died
-                    self.execute(child_id, lane=lane)
+                    self.execute(child_id, lane=page.lane)
                     continue
                 time.sleep(IDLE_SECONDS)
         finally:
@@ -344,8 +359,9 @@ class Crawl:
 
     def loop(self) -> None:
         """Start pages as the frontier allows (per-host concurrency and delay), at most MAX_IN_FLIGHT at a time, each
-        in a thread of its own; conversions go to the processes of converter_processes (CONVERTERS)."""
-        in_flight: dict[Future, CrawlEntry] = {}
+        in a thread of its own; conversions go to the processes of converter_processes (CONVERTERS). A page frees
+        its place in its host's concurrency once it is loaded, not when it is converted and recorded."""
+        in_flight: dict[Future, PageInFlight] = {}
         # Each its own Chromium, started when a page first needs one (render browser, or auto and a JS shell).
         lanes = [
             BrowserThread(
@@ -353,7 +369,7 @@ class Crawl:
             )
             for _ in range(min(BROWSERS, self.options["perHostConcurrency"]))
         ]
-        started = 0
+        loading: Counter[BrowserThread] = Counter({lane: 0 for lane in lanes})  # pages of each lane not loaded yet
         token = conversions.set(None)
         try:
             with ThreadPoolExecutor(MAX_IN_FLIGHT, thread_name_prefix="crawl-page") as pages:
@@ -365,10 +381,10 @@ class Crawl:
                             entry = self.frontier.next_ready(time.time())
                             if entry is None:
                                 break
-                            lane = lanes[started % len(lanes)]
-                            started += 1
-                            page = pages.submit(copy_context().run, self._run_child, self._child(entry), lane)
-                            in_flight[page] = entry
+                            page = PageInFlight(entry, lane=min(lanes, key=loading.__getitem__))
+                            loading[page.lane] += 1
+                            child_id = self._child(entry)
+                            in_flight[pages.submit(copy_context().run, self._run_child, child_id, page)] = page
                         if not in_flight and self.frontier.is_finished():
                             break
                         next_start = self.frontier.next_start_time()
@@ -376,9 +392,16 @@ class Crawl:
                         if not in_flight:
                             time.sleep(timeout)
                             continue
-                        done, _ = wait(in_flight, timeout=timeout, return_when=FIRST_COMPLETED)
+                        signals = [page.loaded for page in in_flight.values() if not page.released]
+                        done, _ = wait([*in_flight, *signals], timeout=timeout, return_when=FIRST_COMPLETED)
+                        for future, page in in_flight.items():
+                            if not page.released and (page.loaded.done() or future.done()):
+                                page.released = True
+                                loading[page.lane] -= 1
+                                self.frontier.release(page.entry.url)
                         for future in done:
-                            self.page(in_flight.pop(future), future.result())
+                            if future in in_flight:
+                                self.page(in_flight.pop(future).entry, future.result())
                 finally:
                     for future in in_flight:
                         future.cancel()

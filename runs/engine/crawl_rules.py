@@ -382,6 +382,8 @@ class Frontier:
     queue: deque[CrawlEntry] = field(init=False, default_factory=deque)
     queued_per_host: Counter[str] = field(init=False, default_factory=Counter)  # the queue's entries by host
     in_flight: dict[str, CrawlEntry] = field(init=False, default_factory=dict)
+    # In flight, and done with their host (release): no longer counted in its concurrency.
+    released: set[str] = field(init=False, default_factory=set)
     done: dict[str, int | str] = field(init=False, default_factory=dict)
     template_counts: Counter[str] = field(init=False, default_factory=Counter)
     hosts: dict[str, HostPoliteness] = field(init=False, default_factory=dict)
@@ -491,6 +493,26 @@ class Frontier:
         starts = [self.hosts[host].next_start if host in self.hosts else 0.0 for host in self.queued_per_host]
         return min(starts, default=None)
 
+    def release(self, url: str) -> None:
+        """An in-flight URL's page is loaded: its host may start another while this one is still being converted
+        and recorded (it stays in flight until report). Politeness is about requests to the host, as in Scrapy's
+        per-domain concurrency."""
+        if url in self.in_flight and url not in self.released:
+            self.released.add(url)
+            self._leave_host(url)
+
+    def _leave_host(self, url: str) -> None:
+        politeness = self.hosts.setdefault(host_of(url), HostPoliteness())
+        politeness.in_flight = max(0, politeness.in_flight - 1)
+
+    def _land(self, url: str) -> None:
+        """An in-flight URL is no longer in flight: its place in its host's concurrency is free (if not already)."""
+        del self.in_flight[url]
+        if url in self.released:
+            self.released.discard(url)
+        else:
+            self._leave_host(url)
+
     def delay_seconds(self, url: str) -> float:
         """The pause between two starts on this URL's host: delayMs or the robots Crawl-delay, the longer."""
         rules = self.robots.get(robots_url_of(url))
@@ -514,8 +536,7 @@ class Frontier:
         if entry.attempts >= self.max_retries:
             self.mark_done(url, status)
             return False
-        del self.in_flight[url]
-        politeness.in_flight = max(0, politeness.in_flight - 1)
+        self._land(url)
         entry.attempts += 1
         self._enqueue(entry, first=True)
         return True
@@ -523,9 +544,7 @@ class Frontier:
     def mark_done(self, url: str, status: int | str = "done") -> None:
         """Record a URL as done (in flight or still queued, e.g. its child run finished before a restart)."""
         if url in self.in_flight:
-            del self.in_flight[url]
-            politeness = self.hosts.setdefault(host_of(url), HostPoliteness())
-            politeness.in_flight = max(0, politeness.in_flight - 1)
+            self._land(url)
         else:
             for entry in self.queue:
                 if entry.url == url:
@@ -566,6 +585,7 @@ class Frontier:
         for entry in state["queue"]:
             self._enqueue(CrawlEntry(**entry))
         self.in_flight = {}
+        self.released = set()
         self.done = dict(state["done"])
         self.template_counts = Counter(state["template_counts"])
         self.hosts = {host: HostPoliteness(**saved) for host, saved in state["hosts"].items()}

@@ -129,6 +129,9 @@ _converters_lock = threading.Lock()
 # Where Markdown conversions go in this context instead of this process's Markdown thread: a crawl converts its pages
 # in processes of its own (conversion is CPU-bound Python; one process would hold the crawl to one core).
 conversions: ContextVar[Executor | None] = ContextVar("conversions", default=None)
+# Called in this context once load() has the page (its requests to the site are over), before it is converted and
+# recorded: a crawl frees the page's place in its host's concurrency then.
+page_loaded: ContextVar[Callable[[], None] | None] = ContextVar("page_loaded", default=None)
 
 
 def _converter() -> Executor:
@@ -166,9 +169,16 @@ def load(
     if spec.options.render in ("http", "auto"):
         loaded = http_load(spec, recorder)
         if spec.options.render == "http" or not is_js_shell(loaded.html):
-            return loaded
+            return _announced(loaded)
     browser_load = functools.partial(load_page, spec, recorder, browser, convert=convert)
-    return in_browser_thread(browser_load) if in_browser_thread else browser_load()
+    return _announced(in_browser_thread(browser_load) if in_browser_thread else browser_load())
+
+
+def _announced(loaded: LoadedPage) -> LoadedPage:
+    announce = page_loaded.get()
+    if announce is not None:
+        announce()
+    return loaded
 
 
 def load_archived(copy: PageCopy, recorder: Recorder, *, source: str) -> LoadedPage:

@@ -448,6 +448,22 @@ def test_per_host_concurrency_limits_fetches_in_flight_and_other_hosts_go_on():
     assert frontier.next_ready(now=1).url == "https://example.com/b"
 
 
+def test_a_loaded_page_frees_its_hosts_place_once():
+    frontier = frontier_for(per_host_concurrency=1)
+    for path in ("/a", "/b", "/c"):
+        frontier.offer("https://example.com" + path, 1)
+    assert frontier.next_ready(now=0).url == "https://example.com/a"
+    assert frontier.next_ready(now=0) is None
+    frontier.release("https://example.com/a")  # loaded; still being converted and recorded
+    assert frontier.next_ready(now=0).url == "https://example.com/b"
+    frontier.release("https://example.com/a")
+    frontier.report("https://example.com/a", 200, now=1)  # does not free /b's place a second time
+    assert frontier.next_ready(now=1) is None
+    assert frontier.counts_by_status() == {"queued": 1, "in_flight": 1, "200": 1}
+    frontier.report("https://example.com/b", 200, now=2)
+    assert frontier.next_ready(now=2).url == "https://example.com/c"
+
+
 def test_429_with_retry_after_delays_that_host_only_and_queues_the_url_again():
     frontier = frontier_for(scope="domain", per_host_concurrency=2)
     frontier.learn_robots("https://docs.example.com/robots.txt", RobotsRules.parse(""))
