@@ -113,7 +113,8 @@ def page_for(path: str, query: dict[str, str], started: dict[str, float]) -> str
             " }, 400); }, 300);"
             " (function waitForLibrary() { polls++;"
             "  if (!window.jQuery) setTimeout(function () { waitForLibrary(); }, 200);"
-            "  if (polls === 3) window.pendingAtThirdPoll = window.__settleState().pending; })();"
+            "  if (polls === 3) [window.renderedAtThirdPoll, window.pendingAtThirdPoll] ="
+            "   [window.rendered, window.__settleState().pending]; })();"
             "});</script>"
         )
         return article("Timers", PLAIN_TEXT, extra=script)
@@ -223,7 +224,8 @@ def test_the_settle_wait_counts_rendering_timers_and_not_a_loop_that_polls_with_
         tab = Tab.open(context)
         tab.page.goto(pages("/timers"), wait_until="load")
         tab.page.wait_for_function("() => window.pendingAtThirdPoll !== undefined")
-        assert tab.page.evaluate("() => [window.rendered, window.pendingAtThirdPoll]") == [1, 1]
+        # Noted then, not read now: on a busy machine the second rendering step may have run since.
+        assert tab.page.evaluate("() => [window.renderedAtThirdPoll, window.pendingAtThirdPoll]") == [1, 1]
     finally:
         context.close()
     result = fetch(spec(pages("/timers")), ListRecorder(), browser)
