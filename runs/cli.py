@@ -26,6 +26,9 @@ from service.kernel.cli import CliCommand, first_line, positive_int, printable
 from service.kernel.errors import ServiceError
 
 POLL_SECONDS = 0.1
+# Silent (not a terminal, --quiet, --json), a follower only waits for the run to end: it reads no events, and looks
+# less often (a crawl's events are many, and reading them every POLL_SECONDS took a few % of the crawl's CPU).
+SILENT_POLL_SECONDS = 0.25
 # A run still queued after this long usually means no workers are running.
 QUEUED_HINT_SECONDS = 15
 SPINNER = "|/-\\"
@@ -173,14 +176,15 @@ class RunFollower:
         started = time.monotonic()
         hinted = not hint_workers
         while True:
-            frames, cursor = read_events(cursor=cursor, run_id=str(run.pk), guard=guard)
+            frames, cursor = read_events(cursor=cursor, run_id=str(run.pk), guard=guard) if self.enabled else ([], 0)
             for frame in frames:
                 self.show(frame)
             if any(frame["type"] == "run-finished" for frame in frames):
                 break
             run.refresh_from_db(fields=["status"])
             if run.is_final:  # it finished after our last read: show the rest once more
-                self._drain(run, cursor)
+                if self.enabled:
+                    self._drain(run, cursor)
                 break
             waited = time.monotonic() - started
             if timeout is not None and waited >= timeout:
@@ -196,7 +200,7 @@ class RunFollower:
                     "this data directory?"
                 )
             self._spin(run, waited)
-            time.sleep(POLL_SECONDS)
+            time.sleep(POLL_SECONDS if self.enabled else SILENT_POLL_SECONDS)
         self._clear_spinner()
         return Run.objects.prefetch_related("steps").get(pk=run.pk)
 
