@@ -82,11 +82,27 @@ def python_for(user: pwd.struct_passwd) -> str | None:
     return None
 
 
+def nobody_can_import_the_checkout(python: str, user: pwd.struct_passwd, python_path: str) -> bool:
+    """Whether the user reaches this checkout and its packages: not when one of their parent directories is closed
+    to others (a clone made under a 0700 directory, as mktemp -d makes)."""
+    probe = subprocess.run(
+        [python, "-c", "import playwright.sync_api, runs.engine.browser"],
+        user=user.pw_uid,
+        group=user.pw_gid,
+        env={"PATH": os.environ["PATH"], "PYTHONPATH": python_path},
+        capture_output=True,
+    )
+    return probe.returncode == 0
+
+
 def as_nobody(mode: str) -> dict:
     nobody = pwd.getpwnam("nobody")
     python = python_for(nobody)
     if python is None:
         pytest.skip("no Python of this version that the user nobody can run")
+    python_path = os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]])
+    if not nobody_can_import_the_checkout(python, nobody, python_path):
+        pytest.skip(f"the user nobody cannot read {ROOT} or its packages (a parent directory is closed to others)")
     home = Path(tempfile.mkdtemp(prefix="sandbox-home-"))  # pytest's tmp_path is under a root-only directory
     os.chown(home, nobody.pw_uid, nobody.pw_gid)
     child = subprocess.Popen(
@@ -98,7 +114,7 @@ def as_nobody(mode: str) -> dict:
             "PATH": os.environ["PATH"],
             "HOME": str(home),
             "TMPDIR": str(home),
-            "PYTHONPATH": os.pathsep.join([str(ROOT), sysconfig.get_paths()["purelib"]]),
+            "PYTHONPATH": python_path,
         },
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
