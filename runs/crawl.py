@@ -51,7 +51,7 @@ from runs.engine.crawl_rules import (
 )
 from runs.engine.fetch import conversions, page_loaded
 from runs.engine.http_fetch import USER_AGENT
-from runs.engine.netguard import REFUSED_HEADER, network_guard
+from runs.engine.netguard import REFUSED_HEADER, guarded_session
 from runs.engine.spec import RunAborted
 from runs.models import CrawlFrontier, Run
 from runs.resources import network_policy
@@ -71,13 +71,8 @@ SAVE_SECONDS = 1.0  # the frontier is written at most this often while pages fin
 
 def _get(url: str) -> tuple[int | None, bytes, dict]:
     """A plain GET through the network guard: (status or None when unreachable, body, headers)."""
-    session = requests.Session()
-    session.trust_env = False
+    session = guarded_session(network_policy())
     session.headers["User-Agent"] = USER_AGENT
-    policy = network_policy()
-    if policy.enforced:
-        proxy = network_guard(policy).url
-        session.proxies = {"http": proxy, "https": proxy}
     try:
         response = session.get(url, timeout=SITEMAP_TIMEOUT_SECONDS)
     except requests.RequestException:

@@ -34,7 +34,7 @@ from django_q.tasks import async_task
 from standardwebhooks.webhooks import Webhook as Signer
 
 from profiles.store import ensure_private_dir, write_private_file
-from runs.engine.netguard import REFUSED_HEADER, network_guard
+from runs.engine.netguard import REFUSED_HEADER, guarded_session
 from runs.engine.netpolicy import Refused
 from runs.models import Delivery, DeliveryAttempt, Run, Webhook
 from runs.resources import network_policy
@@ -176,12 +176,7 @@ def _send(delivery: Delivery) -> tuple[int | None, str]:
         headers = headers_for(delivery, delivery.body)
     except FileNotFoundError:
         return None, "secret_missing: the webhook's secret file is gone from the data directory; add it again"
-    policy = network_policy()
-    session = requests.Session()
-    session.trust_env = False
-    if policy.enforced:
-        proxy = network_guard(policy).url
-        session.proxies = {"http": proxy, "https": proxy}
+    session = guarded_session(network_policy())
     try:
         response = session.post(
             delivery.webhook.url,

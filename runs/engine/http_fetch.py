@@ -13,7 +13,7 @@ import lxml.html
 import requests
 from requests.cookies import create_cookie
 
-from runs.engine.netguard import REFUSED_HEADER, network_guard
+from runs.engine.netguard import REFUSED_HEADER, guarded_session, network_guard
 from runs.engine.spec import EngineError, FetchSpec, LoadedPage, PageCopy, Recorder, checked_url
 
 USER_AGENT = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"
@@ -45,13 +45,9 @@ class _Session(requests.Session):
 
 
 def _session(spec: FetchSpec) -> requests.Session:
-    session = _Session()
-    session.trust_env = False  # no environment proxies: all traffic goes where the network policy says
+    session = guarded_session(spec.network, _Session())
     session.max_redirects = MAX_REDIRECTS
     session.headers.update({"User-Agent": USER_AGENT, "Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.8"})
-    if spec.network.enforced:
-        proxy = network_guard(spec.network).url
-        session.proxies = {"http": proxy, "https": proxy}
     session.cookies.set_policy(_BROWSER_COOKIE_POLICY)
     if spec.storage_state_path:
         for cookie in _storage_state_cookies(spec.storage_state_path):

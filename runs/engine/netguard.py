@@ -19,6 +19,8 @@ import threading
 import time
 from urllib.parse import urlsplit
 
+import requests
+
 from runs.engine.netpolicy import NetworkPolicy, Refused
 
 REFUSED_HEADER = "X-Refused-By-Network-Policy"
@@ -185,3 +187,14 @@ def network_guard(policy: NetworkPolicy) -> NetworkGuard:
         if guard is None:
             guard = _guards[policy] = NetworkGuard(policy).start()
         return guard
+
+
+def guarded_session(policy: NetworkPolicy, session: requests.Session | None = None) -> requests.Session:
+    """A requests Session (a new one, or the given one) whose traffic goes where the network policy says: through
+    this process's guard when the policy is enforced, never through the environment's proxies."""
+    session = session if session is not None else requests.Session()
+    session.trust_env = False
+    if policy.enforced:
+        proxy = network_guard(policy).url
+        session.proxies = {"http": proxy, "https": proxy}
+    return session
