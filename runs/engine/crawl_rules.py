@@ -645,13 +645,14 @@ def _links(document: lxml_html.HtmlElement, url: str) -> list[str]:
     return list(links)
 
 
-_HEAD_END = {str: re.compile(r"</head\s*>", re.I), bytes: re.compile(rb"</head\s*>", re.I)}
+_HEAD_END = re.compile(r"</head\s*>", re.I)
+_HEAD_END_BYTES = re.compile(rb"</head\s*>", re.I)
 
 
 def canonical_of(html: str | bytes, url: str) -> str | None:
     """The page's <link rel=canonical>, normalised, or None. Read from the page's head alone (a crawl asks it of every
     page): that is where a canonical link counts (in the body, search engines ignore it, and so does _canonical)."""
-    end = _HEAD_END[type(html)].search(html)
+    end = (_HEAD_END_BYTES if isinstance(html, bytes) else _HEAD_END).search(html)
     document = _document(html[: end.end()] if end else html)
     return None if document is None else _canonical(document, url)
 

@@ -214,9 +214,8 @@ def test_a_crawl_whose_worker_dies_goes_on_from_its_frontier_and_fetches_no_fini
         # A page finished before the kill was not asked for again (its run has one attempt); one in flight then (the
         # hanging page, and a page loaded but not yet recorded) was asked once more, by its run's second attempt.
         # /resume was finished before any other page started: its links come from its finished run.
-        assert {urlsplit(page["url"]).path: crawl_site.hits[urlsplit(page["url"]).path] for page in pages} == {
-            urlsplit(page["url"]).path: page["attempts"] for page in pages
-        }
+        attempts = {urlsplit(page["url"]).path: page["attempts"] for page in pages}
+        assert {path: crawl_site.hits[path] for path in attempts} == attempts
         assert crawl_site.hits["/hang-once"] == 2 and crawl_site.hits["/resume"] == 1
         assert crawl_site.hits["/r3"] == crawl_site.hits["/r4"] == 1
         # The summary is of the whole crawl, both attempts: the start URL and the 5 links of /resume.
