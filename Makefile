@@ -90,11 +90,11 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) manage.py makemigrations --check --dry-run
 
-# Two pytest processes (pytest-xdist), each taking whole test files: most tests wait on browsers, servers and
-# subprocesses, so two share the machine's two cores well (17 min alone, 12 side by side, measured here).
-TEST_WORKERS ?= 2
+# TEST_WORKERS=2: pytest in two processes (pytest-xdist, whole files each), 12 min instead of 17 here; not the
+# default: a timing test (scheduled replays after a restart) failed once side by side on this 2-core machine.
+TEST_WORKERS ?=
 test: setup test-tools lint test-ui
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest $(if $(TEST_WORKERS),-n $(TEST_WORKERS) --dist loadfile)
 	$(MAKE) --no-print-directory test-postgres
 
 # The end-to-end tests again on the machine's PostgreSQL and Redis: the in-process ones on a test database there,
