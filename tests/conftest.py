@@ -15,10 +15,11 @@ TEST_BROWSER_ARGS = ("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 
 
 def pytest_collection_modifyitems(config, items):
-    """The tests that start the whole service (the long ones) first, in their files' order: in two processes (make
-    test), their files are handed out first and the short ones fill the end, instead of one long file running alone
-    at the end while the other process waits."""
-    items.sort(key=lambda item: item.get_closest_marker("live") is None)
+    """In several processes (TEST_WORKERS=2 make test), the tests that start the whole service (the long ones) first,
+    in their files' order: their files are handed out first and the short ones fill the end, instead of one long file
+    running alone at the end while the other process waits. In one process, the files' order."""
+    if getattr(config.option, "numprocesses", None):
+        items.sort(key=lambda item: item.get_closest_marker("live") is None)
 
 
 @pytest.fixture(scope="session")
