@@ -97,12 +97,15 @@ class EventFeed:
         """Close connections whose key no longer opens the API: one query per distinct key, not per connection."""
         while self.consumers:
             await asyncio.sleep(KEY_RECHECK_SECONDS)
+            # Only the connections whose keys were looked at: one that connects during the lookup is checked
+            # next time (judged against a set that never held its key, it would be closed as revoked).
+            checked = list(self.consumers)
             try:
-                valid = await _still_valid({consumer.identity for consumer in self.consumers})
+                valid = await _still_valid({consumer.identity for consumer in checked})
             except Exception:  # the database may be briefly busy; look again next time
                 log.exception("event feed could not check the keys of its connections")
                 continue
-            for consumer in list(self.consumers):
+            for consumer in checked:
                 if consumer.identity not in valid:
                     consumer.revoked()
 
