@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import requests
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 
 from runs import archive, services
 from runs.engine.browser import BrowserThread
@@ -67,6 +67,10 @@ MAX_IN_FLIGHT = 16  # pages of a crawl loaded at a time, whatever the hosts allo
 CONVERTERS = max(1, os.cpu_count() or 1)  # processes converting a crawl's pages to Markdown
 BROWSERS = 2  # Chromiums a crawl starts for its pages that need one (render browser, or auto and a JS shell)
 SAVE_SECONDS = 1.0  # the frontier is written at most this often while pages finish
+# ... and at most this share of the crawl's time goes to writing it: a frontier of many thousand URLs takes tens of
+# milliseconds to write, which is then done less often (a crawl taken over re-reads the links of the pages finished
+# since, from their child runs: it loses no page either way).
+SAVE_SHARE = 0.05
 
 
 def _get(url: str) -> tuple[int | None, bytes, dict]:
@@ -188,6 +192,8 @@ class Crawl:
         # url -> its child runs' ids, one per attempt (a 429/503 page is tried again as a new run).
         self.children: dict[str, list[str]] = {}
         self.saved_at = 0.0
+        self.save_took = 0.0  # seconds the last save of the frontier took
+        self.page_spec: dict | None = None  # see _page_spec
 
     # Discovery
 
@@ -227,10 +233,11 @@ class Crawl:
         outcome: Counter[str] = Counter()
         for url in urls:
             self.found += 1
-            normal = normalize_url(url)
             # robots.txt of the hosts in scope only: a link off the site makes no request.
-            if self.frontier.respect_robots and normal and self.frontier.scope.contains(normal):
-                self._learn_robots(normal)
+            if self.frontier.respect_robots and self.frontier.scope.could_contain(url):
+                normal = normalize_url(url)
+                if normal and self.frontier.scope.contains(normal):
+                    self._learn_robots(normal)
             decision = self.frontier.offer(url, depth, found_from)
             outcome[decision.reason or "queued"] += 1
             if decision.reason:
@@ -266,19 +273,24 @@ class Crawl:
         made = self.children.setdefault(entry.url, [])
         if len(made) > entry.attempts:
             return made[entry.attempts]
-        spec: dict = {"kind": "fetch", "url": entry.url, "options": {**self._page_options()}}
-        if "schema" in self.run.spec:
-            spec.update(kind="extract", schema=self.run.spec["schema"])
-            if self.run.spec.get("instruction"):
-                spec["instruction"] = self.run.spec["instruction"]
-        # A crawl that starts from a profile (or a storage state) reads every page with it.
-        spec.update({key: self.run.spec[key] for key in ("profile", "storageStatePath") if key in self.run.spec})
         # Not held to QUEUE_MAX_DEPTH: it never waits in the queue, and waiting for room could wait on runs queued
         # behind this very crawl (one worker).
-        with transaction.atomic():
-            child = services.run_submit(spec=spec, enqueue=False, parent=self.run, bounded=False)
+        child = services.page_submit(page_spec=self._page_spec(), url=entry.url, crawl=self.run)
         made.append(str(child.pk))
         return str(child.pk)
+
+    def _page_spec(self) -> dict:
+        """The spec of the crawl's pages (a fetch, or an extract with the crawl's schema), checked once."""
+        if self.page_spec is None:
+            spec: dict = {"kind": "fetch", "url": self.run.url, "options": {**self._page_options()}}
+            if "schema" in self.run.spec:
+                spec.update(kind="extract", schema=self.run.spec["schema"])
+                if self.run.spec.get("instruction"):
+                    spec["instruction"] = self.run.spec["instruction"]
+            # A crawl that starts from a profile (or a storage state) reads every page with it.
+            spec.update({key: self.run.spec[key] for key in ("profile", "storageStatePath") if key in self.run.spec})
+            self.page_spec = services.checked_spec(spec)
+        return self.page_spec
 
     def _page_options(self) -> dict:
         options = self.run.spec.get("options") or {}
@@ -316,14 +328,17 @@ class Crawl:
         return True
 
     def save(self, *, now: float | None = None) -> None:
-        """Persist the frontier, at most every SAVE_SECONDS unless now is None. Pages finished since the last save
-        are not lost: a crawl taken over finds their child runs finished, and takes their links from them."""
-        if now is not None and now - self.saved_at < SAVE_SECONDS:
+        """Persist the frontier, at most every SAVE_SECONDS (or less often, see SAVE_SHARE) unless now is None. Pages
+        finished since the last save are not lost: a crawl taken over finds their child runs finished, and takes
+        their links from them."""
+        if now is not None and now - self.saved_at < max(SAVE_SECONDS, self.save_took / SAVE_SHARE):
             return
+        started = time.monotonic()
         # With the counts of discovery, so that a crawl taken over sums up all of it, not its last attempt's.
         state = {**self.frontier.snapshot(), "found": self.found, "skipped": dict(self.skipped)}
         CrawlFrontier.objects.update_or_create(run=self.run, defaults={"state": state})
         self.saved_at = time.monotonic()
+        self.save_took = self.saved_at - started
 
     def page(self, entry, done: PageDone) -> None:
         """A page finished: report it to the frontier, offer its links (unless its canonical URL is a page seen

@@ -7,7 +7,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 
@@ -115,13 +115,13 @@ class RunQuerySet(models.QuerySet):
         is read many times a second by a playground or a poller)."""
         return self.values(*SUMMARY_COLUMNS)
 
-    def renew_lease(self, *, run_id, attempt: int, lease_seconds: int) -> bool:
-        """Extend one attempt's lease; False when the run was cancelled or taken over (another attempt claimed it)."""
-        return bool(
-            self.filter(pk=run_id, status=Run.Status.RUNNING, attempts=attempt).update(
-                lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds)
-            )
-        )
+    def renew_lease(self, *, run_id, attempt: int, lease_seconds: int, steps_added: int = 0) -> bool:
+        """Extend one attempt's lease (and count the steps it is recording, in the same UPDATE); False when the run
+        was cancelled or taken over (another attempt claimed it)."""
+        changes: dict = {"lease_expires_at": timezone.now() + timedelta(seconds=lease_seconds)}
+        if steps_added:
+            changes["step_count"] = F("step_count") + steps_added
+        return bool(self.filter(pk=run_id, status=Run.Status.RUNNING, attempts=attempt).update(**changes))
 
     def lease_expired(self) -> RunQuerySet:
         return self.filter(status=Run.Status.RUNNING, lease_expires_at__lt=timezone.now())
@@ -236,9 +236,12 @@ class Run(models.Model):
             step_count=0,  # the caller drops the earlier attempt's steps in the same transaction
         )
 
-    def renew_lease(self, *, lease_seconds: int) -> bool:
-        """Extend the lease of this attempt; False when the run was cancelled or taken over."""
-        return Run.objects.renew_lease(run_id=self.pk, attempt=self.attempts, lease_seconds=lease_seconds)
+    def renew_lease(self, *, lease_seconds: int, steps_added: int = 0) -> bool:
+        """Extend the lease of this attempt (see RunQuerySet.renew_lease); False when the run was cancelled or taken
+        over."""
+        return Run.objects.renew_lease(
+            run_id=self.pk, attempt=self.attempts, lease_seconds=lease_seconds, steps_added=steps_added
+        )
 
     def finish(
         self,

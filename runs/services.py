@@ -11,13 +11,12 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 
 from runs import archive, events, metrics, queue, resources
 from runs.drift import result_drift
 from runs.engine.spec import PageCopy
 from runs.models import Batch, Run, Step
-from runs.serializers import ReextractSerializer, RunSpecSerializer
+from runs.serializers import ReextractSerializer, RunSpecSerializer, validate_target_url
 from service.kernel.errors import ServiceError
 
 log = logging.getLogger(__name__)
@@ -30,24 +29,45 @@ def run_submit(
     query_since: datetime | None = None,
     batch: Batch | None = None,
     enqueue: bool = True,
-    parent: Run | None = None,
-    bounded: bool = True,
 ) -> Run:
     """Check a spec as the API states it, persist it as a queued run, publish run-queued, and enqueue it after commit.
-    The one way in for a run, whoever asks (API, CLI, MCP, a saved query's replay, POST /api/fetch with persist).
+    The one way in for a run, whoever asks (API, CLI, MCP, a saved query's replay, POST /api/fetch with persist);
+    a crawl's pages come in by page_submit.
 
     The spec is checked here, by RunSpecSerializer: a ValidationError (400, every problem named) or a ServiceError
     (503 model_not_configured) leaves nothing behind. query, query_since: a saved query's replay, and when that query
     was created (its drift is measured against the replays since then only). enqueue=False is for callers that
     execute the run in their own process (the CLI); if they die before claiming it, the run stays queued and
-    visible, and can be cancelled. parent: the crawl run a page belongs to (runs/crawl.py), which runs it at once
-    (bounded=False: not held to QUEUE_MAX_DEPTH).
+    visible, and can be cancelled.
     """
+    spec = checked_spec(spec)
+    queue.check_room(1)
+    return _persist(spec, query=query, query_since=query_since, batch=batch, enqueue=enqueue)
+
+
+def checked_spec(spec: dict) -> dict:
+    """The spec as RunSpecSerializer checks and completes it (ValidationError, or ServiceError, when it is not one)."""
     checked = RunSpecSerializer(data=spec)
     checked.is_valid(raise_exception=True)
-    spec = checked.validated_data
-    if bounded:
-        queue.check_room(1)
+    return checked.validated_data
+
+
+def page_submit(*, page_spec: dict, url: str, crawl: Run) -> Run:
+    """A page of a crawl (runs/crawl.py), queued as a run whose parent is the crawl: page_spec is the spec of all its
+    pages, checked once by checked_spec; each page's URL is checked here. Not enqueued, nor held to QUEUE_MAX_DEPTH:
+    the crawl runs it at once, in its own worker."""
+    return _persist({**page_spec, "url": validate_target_url(url)}, parent=crawl, enqueue=False)
+
+
+def _persist(
+    spec: dict,
+    *,
+    enqueue: bool,
+    query: str | None = None,
+    query_since: datetime | None = None,
+    batch: Batch | None = None,
+    parent: Run | None = None,
+) -> Run:
     with transaction.atomic():
         run = Run.objects.create(
             kind=spec["kind"],
@@ -159,7 +179,7 @@ def run_record_step(
     if archived is not None:
         aside.append(archived[:2])
     with transaction.atomic():
-        if not run.renew_lease(lease_seconds=settings.RUN_LEASE_SECONDS):
+        if not run.renew_lease(lease_seconds=settings.RUN_LEASE_SECONDS, steps_added=1):
             for written, _ in aside:
                 written.unlink(missing_ok=True)
             return False
@@ -175,7 +195,6 @@ def run_record_step(
             page=archived[2] if archived else None,
             duration_ms=duration_ms,
         )
-        Run.objects.filter(pk=run.pk).update(step_count=F("step_count") + 1)
         events.event_step(
             run, step, screenshot_url=resources.screenshot_url(run.pk, index) if screenshot_name else None
         )

@@ -262,6 +262,18 @@ class CrawlScope:
             exclude=tuple(glob_to_regex(pattern) for pattern in exclude),
         )
 
+    @functools.cached_property
+    def _host_needle(self) -> str:
+        host = urlsplit(self.start_url).hostname or ""
+        return _registrable_domain(host) if self.scope == "domain" else host
+
+    def could_contain(self, url: str) -> bool:
+        """False for a raw URL that cannot be in scope whatever its normalisation: an ASCII URL in which the scope's
+        host (or domain) does not appear, case aside. A page's links are mostly off the site, and this spares them
+        normalize_url; True does not mean in scope (contains() decides, on the normalised URL). Non-ASCII URLs
+        are always True: IDNA maps some characters (full-width letters) to ASCII ones."""
+        return not url.isascii() or self._host_needle in url.lower()
+
     def contains(self, url: str) -> bool:
         """Whether a normalised URL is inside the scope (host, domain or path), before include/exclude."""
         parts = urlsplit(url)
@@ -405,7 +417,7 @@ class Frontier:
     def offer(self, url: str, depth: int, found_from: str | None = None) -> Decision:
         """Queue a discovered absolute URL (links_of gives them), or say why not (one of SKIP_REASONS). Relative
         URLs are not resolved here: found_from is a normalised URL, not the base its page's links were written for."""
-        normal = normalize_url(url)
+        normal = normalize_url(url) if self.scope.could_contain(url) else None
         if normal is None:
             return Decision(None, "out_of_scope")
         if page_key(normal) in self.seen:

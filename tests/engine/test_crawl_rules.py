@@ -546,3 +546,43 @@ def test_a_restored_frontier_resumes_without_fetching_a_page_twice():
     assert sorted(fetched) == sorted(set(fetched))
     assert len(fetched) == 5
     assert resumed.counts_by_status() == {"queued": 0, "in_flight": 0, "200": 5}
+
+
+@pytest.mark.parametrize("scope", ["host", "domain", "path"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "HTTPS://WWW.EXAMPLE.COM/docs/a",
+        "https://www.example.com./docs/a",
+        "https://www.example.com:443/docs/b?utm_source=x",
+        "https://user:pw@www.example.com/docs/c",
+        "https://" + "\uff57" * 3 + ".example.com/docs/d",  # full-width letters: IDNA maps them to ASCII
+        "https://docs.EXAMPLE.com/docs/e",
+        "https://elsewhere.org/docs/f?next=https://www.example.com/",
+        "https://elsewhere.org/docs/g",
+        "https://exam-ple.com/docs/h",
+    ],
+)
+def test_the_raw_url_precheck_never_turns_away_a_url_in_scope(scope, url):
+    """could_contain spares off-site links their normalisation: it may let an off-site URL through (contains
+    decides), never turn away one that is in scope."""
+    crawl_scope = CrawlScope.of(DOCS, scope=scope)
+    normal = normalize_url(url)
+    inside = normal is not None and crawl_scope.contains(normal)
+    assert crawl_scope.could_contain(url) or not inside
+    if inside:
+        assert crawl_scope.could_contain(url)
+
+
+def test_off_site_links_are_out_of_scope_without_being_normalised():
+    scope = CrawlScope.of(DOCS, scope="path")
+    assert not scope.could_contain("https://elsewhere.org/docs/")
+    assert not scope.could_contain("https://exam-ple.com/")
+    assert scope.could_contain("https://WWW.Example.com/docs/x")
+    frontier = Frontier(scope=scope, max_pages=10, respect_robots=False)
+    normalize_url.cache_clear()
+    assert frontier.offer("https://elsewhere.org/docs/", 1).reason == "out_of_scope"
+    assert normalize_url.cache_info().currsize == 0
+    assert frontier.offer("https://www.example.com/blog/", 1).reason == "out_of_scope"  # on the site: normalised
+    assert normalize_url.cache_info().currsize == 1
+    assert frontier.offer("https://WWW.example.com/docs/intro", 1).reason is None
