@@ -13,6 +13,7 @@ from rest_framework import serializers
 from profiles.credentials import CredentialStore
 from profiles.store import StateFileError, check_storage_state_file, profile_path
 from runs.archive import describe_source, page_url, source_step
+from runs.engine.crawl_rules import MAX_URL_CHARS
 from runs.engine.extract_rules import is_rule_schema, rule_problems
 from runs.engine.netpolicy import Refused, literal_private_host, parse_ipv4
 from runs.engine.page_type_weights import TYPES as PAGE_TYPES
@@ -21,7 +22,7 @@ from runs.resources import network_policy, screenshot_url
 from service.kernel.errors import ServiceError
 from service.kernel.serializers import StrictSerializer, UtcDateTimeField, document_shape, name_field, utc_text
 
-URL_MAX_LENGTH = 2048
+URL_MAX_LENGTH = MAX_URL_CHARS  # a crawl skips the links longer than this (too_long)
 # What a browser refuses in a host name (the WHATWG URL standard's forbidden domain code points, '%' aside: a host
 # is checked after percent-decoding).
 _FORBIDDEN_HOST_CHARACTERS = frozenset(" #/:<>?@[\\]^|\x7f") | {chr(code) for code in range(0x20)}

@@ -56,7 +56,20 @@ from lxml import html as lxml_html
 from protego import Protego
 
 SCOPES = ("host", "domain", "path")
-SKIP_REASONS = ("out_of_scope", "excluded", "not_included", "depth", "duplicate", "robots", "limit", "trap")
+SKIP_REASONS = (
+    "out_of_scope",
+    "excluded",
+    "not_included",
+    "depth",
+    "duplicate",
+    "robots",
+    "limit",
+    "trap",
+    "too_long",
+)
+# The longest URL a crawl fetches (normalised): a page of a crawl is a run, and this is the API's limit for a run's
+# URL (runs.serializers.URL_MAX_LENGTH).
+MAX_URL_CHARS = 2048
 TRACKING_PARAMETERS = frozenset(
     {"gclid", "gclsrc", "dclid", "fbclid", "msclkid", "mc_cid", "mc_eid", "_ga", "_gl", "yclid", "ref_src"}
     | {"igshid", "twclid", "ttclid", "li_fat_id", "wbraid", "gbraid", "_hsenc", "_hsmi", "mkt_tok", "oly_enc_id"}
@@ -425,6 +438,8 @@ class Frontier:
         decision = self.scope.decide(normal, depth)
         if not decision.queued:
             return decision
+        if len(normal) > MAX_URL_CHARS:
+            return Decision(normal, "too_long")
         if not self._robots_allow(normal):
             return Decision(normal, "robots")
         template = path_template(normal) if urlsplit(normal).query else None

@@ -257,6 +257,7 @@ def test_each_skip_reason_of_the_fixed_vocabulary():
         ("https://example.com/a/list?page=1", 1, None),
         ("https://example.com/a/list?page=2", 1, "trap"),
         ("https://example.com/a/c", 1, None),
+        ("https://example.com/a/" + "x" * 2048, 1, "too_long"),
         ("https://example.com/a/d", 1, "limit"),
     ]
     assert [frontier.offer(url, depth).reason for url, depth, _ in offers] == [reason for _, _, reason in offers]

@@ -81,6 +81,8 @@ class CrawlSite(PageServer):
         if parts.path == "/a-print":  # another spelling of /a: its canonical URL says so
             status, kind, body = self.page("A, to print", ["/only-from-print"])
             return status, kind, body.replace("<head>", '<head><link rel="canonical" href="/a">')
+        if parts.path == "/long-links":  # one link longer than a run's URL may be, one that is not
+            return self.page("Long links", ["/long?q=" + "x" * 2100, "/c"])
         if parts.path == "/held/":  # served only with the slash
             return self.page("Held", [])
         if parts.path == "/slow":  # pages that take a while: a terminal shows the crawl's progress meanwhile
@@ -344,3 +346,11 @@ def test_a_start_url_with_a_trailing_slash_is_fetched_as_given(service, crawl_si
     run, pages = crawl(service, crawl_site.base + "/held/", sitemap="off")
     assert run["status"] == "succeeded", run
     assert [(page["url"], page["status"]) for page in pages] == [(crawl_site.base + "/held/", "succeeded")]
+
+
+def test_a_link_longer_than_a_runs_url_may_be_is_skipped_and_the_crawl_goes_on(service, crawl_site):
+    run, pages = crawl(service, crawl_site.base + "/long-links", sitemap="off")
+    assert run["status"] == "succeeded", run
+    assert {urlsplit(page["url"]).path for page in pages} == {"/long-links", "/c"}
+    assert run["result"]["skipped"]["too_long"] == 1
+    assert crawl_site.hits["/long"] == 0
