@@ -193,8 +193,22 @@ def title_and_links(html: str, base_url: str) -> tuple[str, list[str]]:
     title = (document.findtext(".//title") or "").strip()
     base = document.find(".//base[@href]")
     base_url = urljoin(base_url, base.get("href")) if base is not None else base_url
-    links = [urljoin(base_url, href.strip()) for href in document.xpath("//a/@href")]
+    links = [_resolved(base_url, href.strip()) for href in document.xpath("//a/@href")]
     return title, list(dict.fromkeys(link for link in links if link.startswith(("http://", "https://"))))
+
+
+# What urljoin would change in an absolute http(s) URL (it drops an empty ";params", "?query" or "#fragment" and the
+# tabs and newlines it ignores, and checks brackets and non-ASCII hosts) or refuse.
+_RESPELT = re.compile(r"[\t\n\r;\[\]]|\?#|[?#]\Z")
+_WITH_HOST = re.compile(r"https?://[^/?#]")  # without a host ("http://?q"), urljoin takes the base's
+
+
+def _resolved(base_url: str, href: str) -> str:
+    """urljoin(base_url, href): most links of a page are absolute http(s) URLs already, which urljoin returns as they
+    are, after parsing both; those are spared the parsing."""
+    if _WITH_HOST.match(href) and href.isascii() and not _RESPELT.search(href):
+        return href
+    return urljoin(base_url, href)
 
 
 def is_js_shell(html: str) -> bool:
