@@ -696,7 +696,12 @@ def test_history_of_1000_runs_stays_fast(ui):
     assert len(seen) >= 1000
 
     page.get_by_role("button", name="Newest").click()
+    expect(page).not_to_have_url(re.compile(r"cursor="))
     page.get_by_label("Status").select_option("failed")
+    # One filter applied to the address before the next is chosen. (Chosen faster than the router applies the first,
+    # the second is built on the address before it and the first is lost: a race in History.update, see the note of
+    # stop 38; the CI of stop 38 lost it here.)
+    expect(page).to_have_url(re.compile(r"status=failed"))
     # Wait for the answer to both filters and its drawing, not just the first row (which may be failed anyway).
     with page.expect_response(lambda r: "/api/runs?" in r.url and "kind=extract" in r.url and "status=failed" in r.url):
         page.get_by_label("Kind").select_option("extract")
