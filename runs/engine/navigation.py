@@ -59,7 +59,24 @@ def _with_limits(script: str) -> str:
     return script
 
 
+# The page's links, absolute. An SVG <a>'s href is an SVGAnimatedString (its baseVal the attribute as written), not a
+# string: resolved against the document's base like an HTML link's (before, one SVG link failed the whole read).
+LINKS_OF_JS = """const linksOf = (doc) => {
+  const links = [];
+  for (const a of doc.querySelectorAll('a[href]')) {
+    let href = a.href;
+    if (typeof href !== 'string') {
+      try { href = new URL(a.getAttribute('href'), doc.baseURI).href; } catch (error) { continue; }
+    }
+    links.push(href.slice(0, __LINK_MAX__));
+    if (links.length >= __LINKS_MAX__) break;
+  }
+  return links;
+};"""
+
+
 TRACK_PENDING_JS = _with_limits("""(() => {
+  """ + LINKS_OF_JS + """
   const w = window, nativeSetTimeout = w.setTimeout, nativeClearTimeout = w.clearTimeout;
   const nativeClearInterval = w.clearInterval;
   // id -> when it is due; one past due by 200 ms was cancelled in a way not seen here. A timer set by a timer set by
@@ -125,8 +142,7 @@ TRACK_PENDING_JS = _with_limits("""(() => {
       w.__keepDocument({url: location.href, title: document.title.slice(0, __TITLE_MAX__),
                         parsed: document.readyState !== 'loading',
                         html: html.slice(0, __HTML_MAX__), cut: html.length > __HTML_MAX__,
-                        links: Array.from(document.querySelectorAll('a[href]'), a => a.href.slice(0, __LINK_MAX__))
-                          .slice(0, __LINKS_MAX__)});
+                        links: linksOf(document)});
     }
   };
   if (w.navigation && w.navigation.addEventListener) w.navigation.addEventListener('navigate', event => {
@@ -154,6 +170,7 @@ TRACK_PENDING_JS = _with_limits("""(() => {
 # The snapshot also says whether the page is about to leave: it announced a navigation (the Navigation API's
 # navigate event), or a meta refresh with a URL other than this one is due within the given number of seconds.
 SNAPSHOT_JS = _with_limits("""([quiet, max, refreshWithin]) => new Promise((resolve, reject) => {
+  """ + LINKS_OF_JS + """
   const later = window.__nativeSetTimeout || setTimeout;
   const state = window.__settleState || (() => ({pending: 0, changed: 0, leaving: false}));
   const start = performance.now();
@@ -182,8 +199,7 @@ SNAPSHOT_JS = _with_limits("""([quiet, max, refreshWithin]) => new Promise((reso
           title: document.title.slice(0, __TITLE_MAX__),
           html: html.slice(0, __HTML_MAX__),
           cut: html.length > __HTML_MAX__,
-          links: Array.from(document.querySelectorAll('a[href]'), a => a.href.slice(0, __LINK_MAX__))
-            .slice(0, __LINKS_MAX__),
+          links: linksOf(document),
           leaving: Boolean(leaving),
           refresh: refresh(),
         });

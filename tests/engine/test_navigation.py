@@ -118,6 +118,9 @@ def page_for(path: str, query: dict[str, str], started: dict[str, float]) -> str
             "});</script>"
         )
         return article("Timers", PLAIN_TEXT, extra=script)
+    if path == "/svg-link":  # a logo in an inline SVG that links home, as many sites have
+        svg = '<svg width="40" height="40"><a href="/final?via=svg"><rect width="40" height="40"/></a></svg>'
+        return article("SVG link", PLAIN_TEXT, extra=svg + '<a href="/plain">Plain</a>')
     if path == "/product":
         return (
             "<!doctype html><html><head><title>Trail shoe</title></head><body><main>"
@@ -239,6 +242,12 @@ def test_a_page_that_loads_says_load(pages, browser):
     assert result.to_dict()["loadState"] == "load"
     assert PLAIN_TEXT in result.markdown
     assert "load state" not in recorder.steps[0]["observation"]
+
+
+def test_a_link_in_an_svg_is_read_with_the_pages_other_links(pages, browser):
+    result = fetch(spec(pages("/svg-link")), ListRecorder(), browser)
+    assert PLAIN_TEXT in result.markdown
+    assert result.links == [pages("/final?via=svg"), pages("/plain")]
 
 
 def test_a_script_that_sets_location_is_followed_to_the_final_page(pages, browser):
