@@ -71,7 +71,8 @@ _OBSERVE_JS = """([limit, secretMarker]) => {
     const label = (el.labels && el.labels[0] && el.labels[0].innerText) || el.getAttribute('aria-label')
       || el.getAttribute('placeholder') || el.getAttribute('name') || el.innerText || el.getAttribute('value') || '';
     let line = `[${ref}] <${tag}${type ? ' type=' + type : ''}> ${label.trim().replace(/\\s+/g, ' ').slice(0, 80)}`;
-    if (tag === 'a') line += ` -> ${typeof el.href === 'string' ? el.href : el.getAttribute('href')}`;  // SVG: not a string
+    // An SVG link's href is not a string (an SVGAnimatedString): its attribute as written.
+    if (tag === 'a') line += ` -> ${typeof el.href === 'string' ? el.href : el.getAttribute('href')}`;
     const secret = el.hasAttribute(secretMarker) || (type || '').toLowerCase() === 'password';
     if ((tag === 'input' || tag === 'textarea') && !secret && el.value) {
       line += ` (value: ${el.value.slice(0, 40)})`;
