@@ -52,13 +52,6 @@ LINKS_MAX = 10_000
 LINK_MAX_CHARS = 4096
 
 
-def _with_limits(script: str) -> str:
-    limits = {"__HTML_MAX__": HTML_MAX_CHARS, "__TITLE_MAX__": TITLE_MAX_CHARS, "__LINKS_MAX__": LINKS_MAX}
-    for name, value in {**limits, "__LINK_MAX__": LINK_MAX_CHARS}.items():
-        script = script.replace(name, str(value))
-    return script
-
-
 # The page's links, absolute. An SVG <a>'s href is an SVGAnimatedString (its baseVal the attribute as written), not a
 # string: resolved against the document's base like an HTML link's (before, one SVG link failed the whole read).
 LINKS_OF_JS = """const linksOf = (doc) => {
@@ -75,8 +68,16 @@ LINKS_OF_JS = """const linksOf = (doc) => {
 };"""
 
 
+def _with_limits(script: str) -> str:
+    script = script.replace("__LINKS_OF__", LINKS_OF_JS)
+    limits = {"__HTML_MAX__": HTML_MAX_CHARS, "__TITLE_MAX__": TITLE_MAX_CHARS, "__LINKS_MAX__": LINKS_MAX}
+    for name, value in {**limits, "__LINK_MAX__": LINK_MAX_CHARS}.items():
+        script = script.replace(name, str(value))
+    return script
+
+
 TRACK_PENDING_JS = _with_limits("""(() => {
-  """ + LINKS_OF_JS + """
+  __LINKS_OF__
   const w = window, nativeSetTimeout = w.setTimeout, nativeClearTimeout = w.clearTimeout;
   const nativeClearInterval = w.clearInterval;
   // id -> when it is due; one past due by 200 ms was cancelled in a way not seen here. A timer set by a timer set by
@@ -170,7 +171,7 @@ TRACK_PENDING_JS = _with_limits("""(() => {
 # The snapshot also says whether the page is about to leave: it announced a navigation (the Navigation API's
 # navigate event), or a meta refresh with a URL other than this one is due within the given number of seconds.
 SNAPSHOT_JS = _with_limits("""([quiet, max, refreshWithin]) => new Promise((resolve, reject) => {
-  """ + LINKS_OF_JS + """
+  __LINKS_OF__
   const later = window.__nativeSetTimeout || setTimeout;
   const state = window.__settleState || (() => ({pending: 0, changed: 0, leaving: false}));
   const start = performance.now();
