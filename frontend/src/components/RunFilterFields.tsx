@@ -16,7 +16,9 @@ interface RunFilterFieldsProps {
   /** Prefix of the fields' ids (a page may hold more than one filter). */
   idPrefix: string;
   filter: RunFilter;
-  onChange(next: RunFilter): void;
+  /** The field that changed, alone: the caller applies it to its newest filter, which may be newer than `filter`
+   * (two quick changes, the second made before the first was rendered). */
+  onChange(change: Partial<RunFilter>): void;
 }
 
 /** The kind and status fields of a run filter, as the history and the export show them. */
@@ -28,14 +30,14 @@ export function RunFilterFields({ idPrefix, filter, onChange }: RunFilterFieldsP
         label="Kind"
         value={filter.kind ?? ""}
         options={KIND_OPTIONS}
-        onChange={(kind) => onChange({ ...filter, kind })}
+        onChange={(kind) => onChange({ kind })}
       />
       <SelectField
         id={`${idPrefix}-status`}
         label="Status"
         value={filter.status ?? ""}
         options={STATUS_OPTIONS}
-        onChange={(status) => onChange({ ...filter, status })}
+        onChange={(status) => onChange({ status })}
       />
     </>
   );

@@ -1,4 +1,4 @@
-import { useState } from "react";
+import { useRef, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { exportUrl, type RunFilter } from "../api/endpoints";
 import { RunFilterFields, SavedQueryNames } from "../components/RunFilterFields";
@@ -24,8 +24,12 @@ export function Export() {
   const [params, setParams] = useSearchParams();
   const initial = params.toString() ? params : new URLSearchParams(historySearch());
   const [filter, setFilter] = useState<RunFilter>(() => filterFromSearch(initial));
+  // The newest filter, ahead of `filter` until it is rendered: two quick changes both stay.
+  const newest = useRef(filter);
 
-  function change(next: RunFilter) {
+  function change(part: Partial<RunFilter>) {
+    const next = { ...newest.current, ...part };
+    newest.current = next;
     setFilter(next);
     setParams(searchFromFilter(next), { replace: true });
   }
@@ -48,7 +52,7 @@ export function Export() {
               list="export-query-names"
               placeholder="Any"
               value={filter.query ?? ""}
-              onChange={(event) => change({ ...filter, query: event.target.value })}
+              onChange={(event) => change({ query: event.target.value })}
             />
             <SavedQueryNames id="export-query-names" />
           </div>
@@ -58,7 +62,7 @@ export function Export() {
               id="export-since"
               type="datetime-local"
               value={toLocalInput(filter.since)}
-              onChange={(event) => change({ ...filter, since: fromLocalInput(event.target.value) })}
+              onChange={(event) => change({ since: fromLocalInput(event.target.value) })}
             />
           </div>
           <div className="field">
@@ -67,7 +71,7 @@ export function Export() {
               id="export-until"
               type="datetime-local"
               value={toLocalInput(filter.until)}
-              onChange={(event) => change({ ...filter, until: fromLocalInput(event.target.value) })}
+              onChange={(event) => change({ until: fromLocalInput(event.target.value) })}
             />
           </div>
         </div>

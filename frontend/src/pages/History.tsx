@@ -11,11 +11,16 @@ import { useResource } from "../lib/useResource";
 const PAGE_SIZES = [25, 50, 100, 200];
 const PAGE_SIZE_OPTIONS = PAGE_SIZES.map((size) => ({ value: size, label: String(size) }));
 
+function limitOf(params: URLSearchParams): number {
+  const limit = Number(params.get("limit"));
+  return PAGE_SIZES.includes(limit) ? limit : 50;
+}
+
 export function History() {
   const [params, setParams] = useSearchParams();
   const filter = filterFromSearch(params);
   const cursor = params.get("cursor");
-  const limit = PAGE_SIZES.includes(Number(params.get("limit"))) ? Number(params.get("limit")) : 50;
+  const limit = limitOf(params);
   const [queryText, setQueryText] = useState(filter.query ?? "");
   const filterKey = searchFromFilter(filter).toString();
 
@@ -24,15 +29,20 @@ export function History() {
 
   const page = useResource((signal) => runs.list(filter, cursor, limit, signal), [filterKey, cursor, limit]);
 
-  function update(next: RunFilter, nextLimit = limit) {
-    const search = searchFromFilter(next);
-    if (nextLimit !== 50) search.set("limit", String(nextLimit));
+  /** A change of the filter ("clear": none) or of the page size, made to the newest address, not to this render's
+   * `params`: the router renders a change a moment after the address has it, and a second change made in between
+   * (a fast user, a busy machine) must not drop the first. A new filter starts at its first page. */
+  function update(change: Partial<RunFilter> | "clear", nextLimit?: number) {
+    const newest = new URLSearchParams(window.location.search);
+    const search = searchFromFilter(change === "clear" ? {} : { ...filterFromSearch(newest), ...change });
+    const size = nextLimit ?? limitOf(newest);
+    if (size !== 50) search.set("limit", String(size));
     setParams(search);
   }
 
   function submitQuery(event: FormEvent) {
     event.preventDefault();
-    update({ ...filter, query: queryText });
+    update({ query: queryText });
   }
 
   function goTo(url: string | null) {
@@ -64,7 +74,7 @@ export function History() {
         }
       />
       <form className="filters" onSubmit={submitQuery} role="search" aria-label="Filter runs">
-        <RunFilterFields idPrefix="filter" filter={filter} onChange={(next) => update(next)} />
+        <RunFilterFields idPrefix="filter" filter={filter} onChange={(change) => update(change)} />
         <div className="field grow">
           <label htmlFor="filter-query">Query name</label>
           <div className="input-with-button">
@@ -74,7 +84,7 @@ export function History() {
               placeholder="Any"
               value={queryText}
               onChange={(event) => setQueryText(event.target.value)}
-              onBlur={() => queryText !== (filter.query ?? "") && update({ ...filter, query: queryText })}
+              onBlur={() => queryText !== (filter.query ?? "") && update({ query: queryText })}
             />
             <button type="submit" className="button">
               Apply
@@ -87,10 +97,10 @@ export function History() {
           label="Per page"
           value={limit}
           options={PAGE_SIZE_OPTIONS}
-          onChange={(size) => update(filter, size)}
+          onChange={(size) => update({}, size)}
         />
         {filtered && (
-          <button type="button" className="link-button clear-filters" onClick={() => update({})}>
+          <button type="button" className="link-button clear-filters" onClick={() => update("clear")}>
             Clear filters
           </button>
         )}
@@ -102,7 +112,7 @@ export function History() {
       ) : results.length === 0 && !page.error ? (
         <EmptyState title={filtered ? "No runs match these filters." : "No runs yet."}>
           {filtered ? (
-            <button type="button" className="link-button" onClick={() => update({})}>
+            <button type="button" className="link-button" onClick={() => update("clear")}>
               Clear the filters
             </button>
           ) : (
