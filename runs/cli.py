@@ -255,15 +255,17 @@ def run_and_follow(spec: dict, follower: RunFollower, *, queue: bool, wait: bool
     run = services.run_submit(spec=spec, enqueue=False)
     follower.say(f"run {run.id}: {run.kind} {run.url}")
     # The run executes on this thread (Playwright's sync API stays on the thread that started it); the
-    # follower prints its steps from the outbox meanwhile.
+    # follower prints its steps from the outbox meanwhile. A silent one (--quiet) would only poll the run: none.
     following = threading.Thread(target=follower.follow, args=(run,), kwargs={"hint_workers": False}, daemon=True)
-    following.start()
+    if follower.enabled:
+        following.start()
     restore = _cancel_on_interrupt(run)
     try:
         execute_run(str(run.pk))
     finally:
         restore()
-        following.join(timeout=10)
+        if follower.enabled:
+            following.join(timeout=10)
     return Run.objects.prefetch_related("steps").get(pk=run.pk)
 
 
