@@ -1,4 +1,4 @@
-import { useRef, useState } from "react";
+import { useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { exportUrl, type RunFilter } from "../api/endpoints";
 import { RunFilterFields, SavedQueryNames } from "../components/RunFilterFields";
@@ -24,12 +24,11 @@ export function Export() {
   const [params, setParams] = useSearchParams();
   const initial = params.toString() ? params : new URLSearchParams(historySearch());
   const [filter, setFilter] = useState<RunFilter>(() => filterFromSearch(initial));
-  // The newest filter, ahead of `filter` until it is rendered: two quick changes both stay.
-  const newest = useRef(filter);
 
+  // `filter` is the newest: React draws a change made in an input's event before the next event comes (the history
+  // differs: its filter is in the address, which the router draws later).
   function change(part: Partial<RunFilter>) {
-    const next = { ...newest.current, ...part };
-    newest.current = next;
+    const next = { ...filter, ...part };
     setFilter(next);
     setParams(searchFromFilter(next), { replace: true });
   }
