@@ -7,7 +7,7 @@ Main content depends on what kind of page it is (runs/engine/page_type.py). Two 
 - the page's main region: its <main> element (or the body) without navigation, header, footer, forms, dialogs,
   hidden elements and blocks named as boilerplate (menus, filters, breadcrumbs, cookie banners, newsletter boxes...).
   This keeps what trafilatura drops on pages made of many small blocks: the cards of a listing or a collection,
-  every section of a service page.
+  every section of a service page, every reply of a forum thread (trafilatura often keeps the first post only).
 STRATEGIES says, per type, how trafilatura is run (favouring recall or not; with its fallback extractors, readability
 and jusText, or without: `fast`) and how short its text may be against the main region's before the region is taken
 instead (0: never). Tuned on half of the WCXB development split, reported on the other half
@@ -34,7 +34,9 @@ from runs.engine.page_type import page_type
 
 _BLANK_LINES = re.compile(r"\n{3,}")
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe")
-_NOT_CONTENT = (*_DROPPED_TAGS, "nav", "header", "footer", "aside", "form", "button", "select", "dialog")
+_NOT_CONTENT = ("nav", "header", "footer", "aside", "form", "button", "select", "dialog")
+_ALWAYS_DROPPED = {"nav", "aside"}
+_TEXT = etree.XPath(".//text()[not(parent::script) and not(parent::style)]", smart_strings=False)
 _BOILERPLATE = re.compile(
     r"(?:^|[\s_-])(?:nav|navbar|menu|footer|header|sidebar|side-bar|breadcrumbs?|filters?|facets?|cookie|consent|"
     r"newsletter|social|share|sharing|modal|popup|banner|promo|related|recommend|skip|masthead|subscribe|signup|"
@@ -55,7 +57,7 @@ STRATEGIES = {
     "article": Strategy(recall=False, fast=False, shortest=0.0),
     "collection": Strategy(recall=False, fast=True, shortest=0.7),
     "documentation": Strategy(recall=True, fast=True, shortest=0.6),
-    "forum": Strategy(recall=False, fast=False, shortest=0.0),
+    "forum": Strategy(recall=False, fast=False, shortest=0.5),
     "listing": Strategy(recall=False, fast=True, shortest=0.9),
     "product": Strategy(recall=False, fast=False, shortest=0.2),
     "service": Strategy(recall=False, fast=True, shortest=0.8),
@@ -108,21 +110,39 @@ def _hidden(element) -> bool:
     return element.get("aria-hidden") == "true" or element.get("hidden") is not None or "display:none" in style
 
 
+def _text_length(element) -> int:
+    """How many characters of text element holds, scripts and styles left out."""
+    return sum(map(len, _TEXT(element)))
+
+
 def main_region(tree):
-    """The page's main region, cut out of tree (which it changes): <main> or role=main (the one with most text),
-    else the body, without the elements that are not content."""
-    mains = tree.xpath("//main|//*[@role='main']")
+    """The page's main region, cut out of tree (which it changes): <main> or role=main (the one with most text, among
+    those holding a tenth of the page's text or more: a <main> that is a slide-out panel is not the page), else the
+    body; without the elements that are not content. An element that holds half of the region's text or more is kept
+    whatever its tag or name says (a listing inside a <form>, an age-gated page's hidden wrapper, a header round the
+    whole page); navigation and asides never are."""
     body = tree.find("body")
-    root = max(mains, key=lambda element: len(element.text_content())) if mains else body if body is not None else tree
-    for element in list(root.iter(*_NOT_CONTENT)):
+    top = body if body is not None else tree
+    mains = tree.xpath("//main|//*[@role='main']")
+    if mains:
+        page_text = _text_length(top)
+        mains = [element for element in mains if _text_length(element) >= page_text / 10]
+    root = max(mains, key=_text_length) if mains else top
+    for element in list(root.iter(*_DROPPED_TAGS)):
         if element is not root:
+            element.drop_tree()
+    total = len(root.text_content())
+    for element in list(root.iter(*_NOT_CONTENT)):
+        if element is root or element.getparent() is None:
+            continue
+        if element.tag in _ALWAYS_DROPPED or len(element.text_content()) < total / 2:
             element.drop_tree()
     total = len(root.text_content())
     for element in list(root.iter()):
         if element is root or not isinstance(element.tag, str) or element.getparent() is None:
             continue
         named = " ".join(filter(None, (element.get("class"), element.get("id"), element.get("role"))))
-        if _hidden(element) or (named and _BOILERPLATE.search(named) and len(element.text_content()) < total / 2):
+        if (_hidden(element) or (named and _BOILERPLATE.search(named))) and len(element.text_content()) < total / 2:
             element.drop_tree()
     return root
 

@@ -16,8 +16,9 @@ import re
 from collections import Counter
 
 import pytest
+from lxml import html as lxml_html
 
-from runs.engine.markdown import convert, main_content
+from runs.engine.markdown import convert, main_content, main_region
 from runs.engine.page_type import page_type
 from tests.bench.markdown_quality import plain_text
 from tests.datasets import DATASETS
@@ -74,6 +75,49 @@ def test_a_listing_keeps_every_card_that_trafilatura_alone_drops():
     reference = words(truth["ground_truth"]["main_content"]).split()
     kept = sum(1 for word in set(reference) if f" {word} " in f" {ours} ")
     assert kept / len(set(reference)) >= 0.9
+
+
+def test_a_forum_thread_keeps_every_post():
+    """A Discourse thread (forums.docker.com): trafilatura alone keeps the first post; every reply is content."""
+    html, truth = dev_page("0502")
+    found = main_content(html, truth["url"])
+    text = words(plain_text(found.markdown))
+    assert found.page_type == "forum"
+    assert [snippet for snippet in truth["ground_truth"]["with"] if words(snippet) not in text] == []
+    assert [snippet for snippet in truth["ground_truth"]["without"] if words(snippet) in text] == []
+
+
+def region_words(html: str) -> str:
+    region = main_region(lxml_html.fromstring(html))
+    return words(plain_text(lxml_html.tostring(region, encoding="unicode")))
+
+
+@pytest.mark.parametrize(
+    "page_id",
+    [
+        "0635",  # ridge.com: its one <main> is a slide-out cart panel; the products are outside it
+        "0638",  # deathwishcoffee.com: the whole page is in a wrapper hidden until an age gate's script shows it
+    ],
+)
+def test_the_main_region_is_the_pages_content_when_main_is_a_panel_or_the_page_is_hidden(page_id):
+    html, truth = dev_page(page_id)
+    text = region_words(html)
+    wanted = truth["ground_truth"]["with"]
+    assert sum(words(snippet) in text for snippet in wanted) >= len(wanted) - 1, text[:300]
+    assert [snippet for snippet in truth["ground_truth"]["without"] if words(snippet) in text] == []
+
+
+def test_the_main_region_keeps_a_form_that_holds_the_content_and_drops_a_small_one():
+    page = """<html><body><nav><a href="/">Home</a> <a href="/shop">Shop</a></nav>
+    <form action="/cart"><h1>Mesh office chairs</h1>
+      <div class="card"><h2>Ergo mesh chair</h2><p>Breathable back, adjustable arms, five year warranty.</p></div>
+      <div class="card"><h2>Task mesh chair</h2><p>Compact frame for small desks, tilt lock and lumbar pad.</p></div>
+    </form>
+    <form action="/subscribe"><label>Get our newsletter</label><input name="email"></form>
+    <aside>Free shipping on orders over fifty dollars and more words here to be long enough</aside></body></html>"""
+    text = region_words(page)
+    assert "ergo mesh chair" in text and "task mesh chair" in text
+    assert "newsletter" not in text and "home" not in text and "free shipping" not in text
 
 
 def test_the_whole_page_mode_also_says_the_page_type():
