@@ -144,9 +144,8 @@ def converter_processes(count: int) -> ProcessPoolExecutor:
 
 @dataclass
 class PageDone:
-    """A page's child run, finished, and what the crawl reads from the page it archived: its links (an extract
-    page's: its result is the data, not the page's links; a fetch page's are in its result) and its canonical URL;
-    None when it archived none."""
+    """A page's child run, finished, with its links and canonical URL. A fetch page's result has both; an extract
+    page's result is the data, so they are read from the page it archived (None when it archived none)."""
 
     run: Run
     links: list[str] | None = None
@@ -154,11 +153,14 @@ class PageDone:
 
     @classmethod
     def of(cls, run: Run) -> PageDone:
+        result = run.result if isinstance(run.result, dict) else {}
+        if run.kind == Run.Kind.FETCH and "canonical" in result:  # its links and canonical URL are in its result
+            return cls(run, canonical=normalize_url(result["canonical"]) if result["canonical"] else None)
         step = run.steps.filter(page__isnull=False).order_by("-index").first() if run.is_final else None
         copy = archive.read_page(step) if step is not None else None
         if copy is None:
             return cls(run)
-        if run.kind == Run.Kind.FETCH:  # its links are in its result
+        if run.kind == Run.Kind.FETCH:  # a result from before fetch results said their canonical URL
             return cls(run, canonical=canonical_of(copy.html, copy.url))
         links, canonical = links_and_canonical(copy.html, copy.url)
         return cls(run, links, canonical)

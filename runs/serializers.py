@@ -775,6 +775,10 @@ class FetchResponseSerializer(serializers.Serializer):
         choices=list(PAGE_TYPES),
         help_text="What kind of page it is, as the main content was found for it (runs/engine/page_type.py).",
     )
+    canonical = serializers.CharField(
+        allow_null=True,
+        help_text="The page's canonical URL (its <link rel=canonical>, made absolute), or null when it names none.",
+    )
     runId = serializers.UUIDField(required=False, help_text="With persist: true, the run that keeps it.")
 
 

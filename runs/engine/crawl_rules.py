@@ -676,20 +676,36 @@ _HEAD_END = re.compile(r"</head\s*>", re.I)
 _HEAD_END_BYTES = re.compile(rb"</head\s*>", re.I)
 
 
-def canonical_of(html: str | bytes, url: str) -> str | None:
-    """The page's <link rel=canonical>, normalised, or None. Read from the page's head alone (a crawl asks it of every
-    page): that is where a canonical link counts (in the body, search engines ignore it, and so does _canonical)."""
+def canonical_link(html: str | bytes, url: str) -> str | None:
+    """The page's <link rel=canonical>, absolute (resolved against its <base> and url, the final URL) as the page
+    wrote it, or None (none, or not an http(s) URL). Read from the page's head alone: that is where a canonical link
+    counts (in the body, search engines ignore it)."""
     end = (_HEAD_END_BYTES if isinstance(html, bytes) else _HEAD_END).search(html)
     document = _document(html[: end.end()] if end else html)
-    return None if document is None else _canonical(document, url)
+    return None if document is None else _canonical_href(document, url)
 
 
-def _canonical(document: lxml_html.HtmlElement, url: str) -> str | None:
+def canonical_of(html: str | bytes, url: str) -> str | None:
+    """canonical_link, normalised (normalize_url)."""
+    href = canonical_link(html, url)
+    return normalize_url(href) if href else None
+
+
+def _canonical_href(document: lxml_html.HtmlElement, url: str) -> str | None:
     head = document.find("head")
     for link in head.iter("link") if head is not None else ():
         if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
-            return normalize_url(link.get("href"), _base_of(document, url))
+            try:
+                href = urljoin(_base_of(document, url), link.get("href").strip())
+                return href if urlsplit(href).scheme.lower() in _DEFAULT_PORTS and urlsplit(href).hostname else None
+            except ValueError:  # a bad IPv6 literal
+                return None
     return None
+
+
+def _canonical(document: lxml_html.HtmlElement, url: str) -> str | None:
+    href = _canonical_href(document, url)
+    return normalize_url(href) if href else None
 
 
 # --- Sitemaps -----------------------------------------------------------------------------------------------------

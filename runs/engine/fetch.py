@@ -14,6 +14,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from runs.engine.browser import Browser
+from runs.engine.crawl_rules import canonical_link
 from runs.engine.http_fetch import http_error, http_load, is_js_shell, title_and_links
 from runs.engine.markdown import Converted, convert
 from runs.engine.navigation import (
@@ -252,4 +253,5 @@ def fetch(
         load_state=loaded.load_state,
         truncated=loaded.truncated,
         page_type=converted.page_type,
+        canonical=canonical_link(loaded.html, loaded.final_url),
     )

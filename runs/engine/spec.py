@@ -141,6 +141,7 @@ class FetchResult:
     load_state: str = "load"
     truncated: bool = False
     page_type: str = "article"
+    canonical: str | None = None  # the page's <link rel=canonical>, absolute
 
     def to_dict(self) -> dict:
         return {
@@ -154,6 +155,7 @@ class FetchResult:
             "loadState": self.load_state,
             "truncated": self.truncated,
             "pageType": self.page_type,
+            "canonical": self.canonical,
         }
 
 

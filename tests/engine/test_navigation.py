@@ -333,6 +333,7 @@ def test_sync_fetch_api_reads_a_page_whose_load_never_comes(api, pages):
         "loadState": "domcontentloaded",
         "truncated": False,
         "pageType": "article",
+        "canonical": None,
     }
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from profiles.store import ProfileStore
 from runs.models import Run
-from tests.site import ARTICLE_PARAGRAPHS, LOGIN_USER, real_login_state
+from tests.site import ARTICLE_PARAGRAPHS, LOGIN_USER, PageServer, real_login_state
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,8 +43,27 @@ def test_render_http_gives_the_page_without_a_browser(api, site):
         "loadState": "load",  # the whole response was read
         "truncated": False,
         "pageType": "article",
+        "canonical": None,  # the page names none
     }
     assert Run.objects.count() == 0  # not kept unless persist is true
+
+
+class CanonicalPages(PageServer):
+    """/print/guide names its canonical URL relative to its <base>; /plain names none."""
+
+    def answer(self, path):
+        head = '<base href="/docs/"><link rel="alternate" href="/feed"><link rel="Canonical" href="guide?utm_source=x">'
+        page = f"<html><head><title>Guide</title>{head if path == '/print/guide' else ''}</head>"
+        return 200, "text/html", page + "<body><h1>Guide</h1><p>How to set it up, step by step.</p></body></html>"
+
+
+@pytest.mark.parametrize("render", ["http", "browser"])
+def test_the_result_says_the_pages_canonical_url_made_absolute(api, render):
+    with CanonicalPages() as pages:
+        named = post(api, {"url": pages.url("/print/guide"), "render": render}).json()
+        unnamed = post(api, {"url": pages.url("/plain"), "render": render}).json()
+    assert named["canonical"] == pages.url("/docs/guide?utm_source=x")  # as the page wrote it, resolved
+    assert unnamed["canonical"] is None
 
 
 def test_render_http_follows_redirects(api, site):

@@ -851,6 +851,8 @@ export interface components {
       truncated: boolean;
       /** @description What kind of page it is, as the main content was found for it (runs/engine/page_type.py). */
       pageType: components["schemas"]["PageTypeEnum"];
+      /** @description The page's canonical URL (its <link rel=canonical>, made absolute), or null when it names none. */
+      canonical: string | null;
       /**
        * Format: uuid
        * @description With persist: true, the run that keeps it.
