@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from urllib.parse import urljoin
 
 import trafilatura
+from bs4 import Tag
 from lxml import etree
 from lxml import html as lxml_html
 from markdownify import markdownify
@@ -70,8 +71,24 @@ class Converted:
     page_type: str
 
 
+class _Tag(Tag):
+    """BeautifulSoup's Tag, with a find_parent(name) that walks up the parents. markdownify asks it of every tag
+    (is it inside a <pre>?), and bs4's general matcher made that a fifth of markdownify's time."""
+
+    def find_parent(self, name=None, attrs=None, **kwargs):
+        if not isinstance(name, str) or attrs or kwargs:
+            return super().find_parent(name, attrs, **kwargs)
+        parent = self.parent
+        while parent is not None and parent.name != name:
+            parent = parent.parent
+        return parent
+
+
+_SOUP = {"features": "html.parser", "element_classes": {Tag: _Tag}}
+
+
 def _convert(fragment: str) -> str:
-    markdown = markdownify(fragment, heading_style="ATX", bullets="-", strip=["img"])
+    markdown = markdownify(fragment, heading_style="ATX", bullets="-", strip=["img"], bs4_options=_SOUP)
     return _BLANK_LINES.sub("\n\n", markdown).strip() + "\n"
 
 
