@@ -59,6 +59,9 @@ _OBSERVE_JS = """([limit, secretMarker]) => {
     + '[contenteditable=true]';
   const visible = el => { const r = el.getBoundingClientRect(); const s = getComputedStyle(el);
     return r.width > 0 && r.height > 0 && s.visibility !== 'hidden' && s.display !== 'none'; };
+  // An SVG link's href is not a string (an SVGAnimatedString): its attribute, resolved as an HTML link's is.
+  const svgHref = el => { const href = el.getAttribute('href');
+    try { return new URL(href, document.baseURI).href; } catch (error) { return href; } };
   document.querySelectorAll('[data-agent-ref]').forEach(el => el.removeAttribute('data-agent-ref'));
   const lines = [];
   let ref = 0;
@@ -71,8 +74,7 @@ _OBSERVE_JS = """([limit, secretMarker]) => {
     const label = (el.labels && el.labels[0] && el.labels[0].innerText) || el.getAttribute('aria-label')
       || el.getAttribute('placeholder') || el.getAttribute('name') || el.innerText || el.getAttribute('value') || '';
     let line = `[${ref}] <${tag}${type ? ' type=' + type : ''}> ${label.trim().replace(/\\s+/g, ' ').slice(0, 80)}`;
-    // An SVG link's href is not a string (an SVGAnimatedString): its attribute as written.
-    if (tag === 'a') line += ` -> ${typeof el.href === 'string' ? el.href : el.getAttribute('href')}`;
+    if (tag === 'a') line += ` -> ${typeof el.href === 'string' ? el.href : svgHref(el)}`;
     const secret = el.hasAttribute(secretMarker) || (type || '').toLowerCase() === 'password';
     if ((tag === 'input' || tag === 'textarea') && !secret && el.value) {
       line += ` (value: ${el.value.slice(0, 40)})`;
