@@ -59,8 +59,10 @@ def enqueue_many(runs: list[Run]) -> None:
 
 
 def check_room(adding: int) -> None:
-    """QUEUE_MAX_DEPTH queued runs at most: past it, submitters are told to come back later (429)."""
-    queued = Run.objects.counts_by_status(Run.Status.QUEUED)[Run.Status.QUEUED]
+    """QUEUE_MAX_DEPTH queued runs at most: past it, submitters are told to come back later (429). A crawl's pages
+    do not count: each is a queued run only between being made and being run, at once, by the crawl's own worker
+    (it never waits in the queue)."""
+    queued = Run.objects.filter(status=Run.Status.QUEUED, parent__isnull=True).count()
     if queued + adding > settings.QUEUE_MAX_DEPTH:
         raise ServiceError(
             "queue_full",
