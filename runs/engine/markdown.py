@@ -34,6 +34,7 @@ from trafilatura.settings import Extractor
 from runs.engine.page_type import page_type
 
 _BLANK_LINES = re.compile(r"\n{3,}")
+_FENCED = re.compile(r"(```.*?```)", re.DOTALL)  # markdownify's code blocks
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe")
 _NOT_CONTENT = ("nav", "header", "footer", "aside", "form", "button", "select", "dialog")
 _ALWAYS_DROPPED = {"nav", "aside"}
@@ -89,7 +90,9 @@ _SOUP = {"features": "html.parser", "element_classes": {Tag: _Tag}}
 
 def _convert(fragment: str) -> str:
     markdown = markdownify(fragment, heading_style="ATX", bullets="-", strip=["img"], bs4_options=_SOUP)
-    return _BLANK_LINES.sub("\n\n", markdown).strip() + "\n"
+    # Runs of blank lines made by the page's layout become one; a code block's own blank lines are code.
+    parts = _FENCED.split(markdown)
+    return "".join(part if odd % 2 else _BLANK_LINES.sub("\n\n", part) for odd, part in enumerate(parts)).strip() + "\n"
 
 
 def _parse(page_html: str):

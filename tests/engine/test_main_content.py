@@ -120,6 +120,14 @@ def test_the_main_region_keeps_a_form_that_holds_the_content_and_drops_a_small_o
     assert "newsletter" not in text and "home" not in text and "free shipping" not in text
 
 
+def test_a_code_blocks_blank_lines_are_kept_and_the_layouts_are_not():
+    page = """<html><body><h1>Setup</h1><div><p>Run this:</p></div>\n\n\n\n<div></div>
+    <pre><code><span class="k">def</span> main():\n    load()\n\n\n    <span class="k">return</span> 0\n</code></pre>
+    </body></html>"""
+    markdown = convert(page, main_content_only=False).markdown
+    assert markdown == "# Setup\n\nRun this:\n\n```\ndef main():\n    load()\n\n\n    return 0\n```\n"
+
+
 def test_the_whole_page_mode_also_says_the_page_type():
     html, truth = dev_page("0594")
     whole = convert(html, main_content_only=False, url=truth["url"])
