@@ -116,12 +116,45 @@ def test_a_writer_killed_mid_write_never_leaves_a_half_written_profile(tmp_path)
         assert store.read_state("shop") == json.loads(text)
         assert mode(tmp_path / "profiles" / "shop.json") == 0o600
     assert seen == {0, 1}, "the kills landed at different points of the write loop"
-    # Leftover temp files (a kill between create and rename) are private, and swept once they are stale.
+    # Any leftover temp file (a kill between create and rename) is private.
+    assert all(mode(path) == 0o600 for path in (tmp_path / "profiles").glob(".*.tmp"))
+
+
+# A writer held just before its rename (os.replace blocks there), so the kill lands between the temp file's creation
+# and the rename every time, not only when the random timing above happens to hit that window.
+HELD_WRITER = """
+import json, os, sys, time
+from profiles.store import ProfileStore
+def held(*args):
+    print("held", flush=True)
+    time.sleep(60)
+os.replace = held
+ProfileStore(sys.argv[1]).write("shop", json.loads(open(sys.argv[2]).read()), overwrite=True)
+"""
+
+
+def test_a_writer_killed_before_its_rename_leaves_a_private_temp_file_that_is_swept_once_stale(tmp_path):
+    store = ProfileStore(tmp_path)
+    store.write("shop", state(1))
+    new_state = tmp_path / "new.json"
+    new_state.write_text(json.dumps(state(3000)))
+    writer = subprocess.Popen(
+        [sys.executable, "-c", HELD_WRITER, str(tmp_path), str(new_state)], cwd=ROOT, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout.readline().strip() == "held"
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait()
+        writer.stdout.close()
+    assert store.read_state("shop") == state(1), "the profile is the old one, whole"
     leftovers = list((tmp_path / "profiles").glob(".*.tmp"))
-    assert all(mode(path) == 0o600 for path in leftovers)
+    assert len(leftovers) == 1
+    assert mode(leftovers[0]) == 0o600
+    assert json.loads(leftovers[0].read_text()) == state(3000)
+    store.write("other", state(1))  # a fresh leftover may be another writer's file in flight: it stays
+    assert leftovers[0].exists()
     old = time.time() - STALE_TEMP_SECONDS - 1
-    for path in leftovers:
-        os.utime(path, (old, old))
-    store.write("other", state(1))
+    os.utime(leftovers[0], (old, old))
+    store.write("other", state(2), overwrite=True)
     assert sorted(p.name for p in (tmp_path / "profiles").iterdir()) == ["other.json", "shop.json"]
-    assert leftovers, "some kill landed between a temp file's creation and its rename"
