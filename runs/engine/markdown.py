@@ -19,14 +19,16 @@ documentation, service pages: word F1 within 0.003 either way on the tuning half
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from urllib.parse import quote, urljoin
 
 import trafilatura
-from bs4 import Tag
+from bs4 import BeautifulSoup, Comment, Tag
+from bs4.builder import HTMLTreeBuilder
 from lxml import etree
 from lxml import html as lxml_html
-from markdownify import markdownify
+from markdownify import MarkdownConverter
 from trafilatura.core import determine_returnstring
 from trafilatura.metadata import Document
 from trafilatura.settings import Extractor
@@ -85,11 +87,58 @@ class _Tag(Tag):
         return parent
 
 
-_SOUP = {"features": "html.parser", "element_classes": {Tag: _Tag}}
+class _ElementTreeBuilder(HTMLTreeBuilder):
+    """A BeautifulSoup tree builder that reads an lxml element instead of parsing markup: the soup markdownify
+    converts is made from the tree this module already has (trafilatura's result, the page's main region or body),
+    not from that tree serialised and parsed again by html.parser (two fifths of markdownify's time). Its tags,
+    attributes, text and comments as they are; the round trip also changed some: lxml writes an empty <li> without
+    its end tag, and html.parser read the next item into it (a nested list of one, "- - Two")."""
+
+    NAME = "lxml-element"
+    # Link targets as HTML serialisation writes them (printable ASCII kept, the rest %-escaped) and without the blanks
+    # round them, which browsers ignore: a space would end a Markdown link's destination.
+    URI_ATTRIBUTES = ("href", "src")
+    URI_SAFE = "".join(map(chr, range(33, 127)))
+    features = [NAME]
+
+    def __init__(self, element, **kwargs):
+        super().__init__(**kwargs)
+        self.element = element
+
+    def prepare_markup(self, markup, *args, **kwargs):
+        yield markup, None, None, False
+
+    def feed(self, markup) -> None:
+        soup = self.soup
+        root = self.element
+        for event, element in etree.iterwalk(root, events=("start", "end", "comment")):
+            if event == "start":
+                attributes = dict(element.items())
+                for name in self.URI_ATTRIBUTES:
+                    if name in attributes:
+                        attributes[name] = quote(attributes[name].strip(" \t\n\r\f"), safe=self.URI_SAFE)
+                soup.handle_starttag(element.tag, None, None, attributes)
+                if element.text:
+                    soup.handle_data(element.text)
+                continue
+            if event == "comment":
+                soup.endData()
+                soup.handle_data(element.text or "")
+                soup.endData(Comment)
+            else:
+                soup.endData()
+                soup.handle_endtag(element.tag)
+            if element.tail and element is not root:
+                soup.handle_data(element.tail)
 
 
-def _convert(fragment: str) -> str:
-    markdown = markdownify(fragment, heading_style="ATX", bullets="-", strip=["img"], bs4_options=_SOUP)
+_MARKDOWN = MarkdownConverter(heading_style="ATX", bullets="-", strip=["img"])
+
+
+def _convert(element) -> str:
+    """element (lxml) as Markdown."""
+    soup = BeautifulSoup("", builder=_ElementTreeBuilder(element), element_classes={Tag: _Tag})
+    markdown = _MARKDOWN.convert_soup(soup)
     # Runs of blank lines made by the page's layout become one; a code block's own blank lines are code.
     parts = _FENCED.split(markdown)
     return "".join(part if odd % 2 else _BLANK_LINES.sub("\n\n", part) for odd, part in enumerate(parts)).strip() + "\n"
@@ -110,13 +159,33 @@ def _base_url(tree, url: str | None) -> str | None:
     return urljoin(url, base.get("href").strip()) if base is not None else url
 
 
+_LINKS = {"a": ("href",), "video": ("src", "poster"), "source": ("src",)}  # the URLs the Markdown keeps
+
+
+def _absolute_links(root, base: str) -> None:
+    """Resolve root's link targets that the Markdown keeps against base. lxml's make_links_absolute does every
+    URL-bearing attribute and CSS url() of every element: three times the work."""
+    for element in root.iter(*_LINKS):
+        for name in _LINKS[element.tag]:
+            value = element.get(name)
+            if not value or value.isspace():  # none, or a link to the page itself
+                continue
+            try:
+                absolute = urljoin(base, value.strip())
+            except ValueError:  # an unparseable URL stays as written
+                continue
+            if absolute != value:
+                element.set(name, absolute)
+
+
 def _whole_page(tree, url: str | None) -> str:
-    if url:
-        tree.make_links_absolute(url, resolve_base_href=True, handle_failures="ignore")
+    base = _base_url(tree, url)
+    if base:
+        _absolute_links(tree, base)
     for element in tree.iter(*_DROPPED_TAGS):
         element.drop_tree()
     body = tree.find("body")
-    return _convert(lxml_html.tostring(body if body is not None else tree, encoding="unicode"))
+    return _convert(body if body is not None else tree)
 
 
 def whole_page_markdown(page_html: str, url: str | None = None) -> str:
@@ -183,6 +252,21 @@ def _extracted_html(page_html: str, url: str | None, strategy: Strategy) -> str 
     return determine_returnstring(document, options) if isinstance(document, Document) else None
 
 
+# trafilatura's HTML output is lxml's XML serialisation of its result, so it is read back as XML (not as HTML, whose
+# parser would change its nesting: a <p> that holds a <pre> would be split). recover: an attribute name that XML
+# does not allow (a page's ":class") is dropped rather than the whole fragment refused.
+_fragment_parsers = threading.local()  # an lxml parser is used by one thread at a time
+
+
+def _fragment_tree(fragment: str):
+    """trafilatura's HTML output as a tree again (None when nothing in it could be read)."""
+    parser = getattr(_fragment_parsers, "parser", None)
+    if parser is None:
+        parser = etree.XMLParser(recover=True, huge_tree=True, resolve_entities=False, no_network=True)
+        _fragment_parsers.parser = parser
+    return etree.fromstring(fragment, parser)
+
+
 def _words(text: str) -> int:
     return len(_WORD.findall(text))
 
@@ -195,16 +279,17 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     kind = page_type(tree=tree, url=url)
     strategy = STRATEGIES[kind]
     fragment = _extracted_html(page_html, url, strategy)
-    extracted = _words(lxml_html.fromstring(fragment).text_content()) if fragment else 0
+    extracted_tree = _fragment_tree(fragment) if fragment else None
+    extracted = _words("".join(extracted_tree.itertext())) if extracted_tree is not None else 0
     if extracted and not strategy.shortest:
-        return Converted(_convert(fragment), kind)
+        return Converted(_convert(extracted_tree), kind)
     base = _base_url(tree, url)
     region = main_region(tree)
-    if base:  # the region's links only: the rest of the page is not converted
-        region.make_links_absolute(base, resolve_base_href=False, handle_failures="ignore")
     if extracted and extracted >= strategy.shortest * _words(region.text_content()):
-        return Converted(_convert(fragment), kind)
-    markdown = _convert(lxml_html.tostring(region, encoding="unicode"))
+        return Converted(_convert(extracted_tree), kind)
+    if base:  # the region's links only: the rest of the page is not converted
+        _absolute_links(region, base)
+    markdown = _convert(region)
     return Converted(markdown if markdown.strip() else whole_page_markdown(page_html, url), kind)
 
 

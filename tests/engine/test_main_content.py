@@ -140,3 +140,28 @@ def test_broken_and_empty_pages_give_no_markdown_and_a_type():
         found = main_content(page, "https://example.com/")
         assert found.page_type in ONE_PER_TYPE.values()
         assert found.markdown.strip() == "" or "not html" in found.markdown
+
+
+def test_link_targets_are_absolute_and_escaped_and_an_empty_one_leaves_plain_text():
+    page = """<html><head><base href="/docs/"></head><body><h1>Guide</h1>
+    <p>Read <a href=" guide/part one.html ">part one</a>, <a href="café">the café</a> and <a href="">this page</a>.</p>
+    <video src="intro.mp4" poster="intro.png"></video></body></html>"""
+    markdown = convert(page, main_content_only=False, url="https://example.com/start").markdown
+    assert "[part one](https://example.com/docs/guide/part%20one.html)" in markdown
+    assert "[the café](https://example.com/docs/caf%C3%A9)" in markdown
+    assert "and this page." in markdown
+    assert "[![](https://example.com/docs/intro.png)](https://example.com/docs/intro.mp4)" in markdown
+
+
+def test_a_link_with_spaces_in_an_extracted_article_is_still_one_markdown_link():
+    html, truth = dev_page("0461")
+    markdown = main_content(html, truth["url"]).markdown
+    links = re.findall(r"\]\(([^)]*goodreads[^)]*)\)", markdown)
+    assert links, "the page's Goodreads links are in its main content"
+    assert all(" " not in link for link in links), links
+
+
+def test_an_empty_list_item_is_not_a_nested_list():
+    page = "<html><body><ul><li>One</li><li></li><li><a href='/two'>Two</a></li></ul></body></html>"
+    markdown = convert(page, main_content_only=False, url="https://example.com/").markdown
+    assert markdown == "- One\n- [Two](https://example.com/two)\n"
