@@ -697,7 +697,8 @@ def _canonical_href(document: lxml_html.HtmlElement, url: str) -> str | None:
         if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
             try:
                 href = urljoin(_base_of(document, url), link.get("href").strip())
-                return href if urlsplit(href).scheme.lower() in _DEFAULT_PORTS and urlsplit(href).hostname else None
+                parts = urlsplit(href)
+                return href if parts.scheme.lower() in _DEFAULT_PORTS and parts.hostname else None
             except ValueError:  # a bad IPv6 literal
                 return None
     return None

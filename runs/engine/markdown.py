@@ -212,11 +212,11 @@ def main_region(tree):
     whole page); navigation and asides never are."""
     body = tree.find("body")
     top = body if body is not None else tree
-    mains = tree.xpath("//main|//*[@role='main']")
+    mains = [(_text_length(element), element) for element in tree.xpath("//main|//*[@role='main']")]
     if mains:
         page_text = _text_length(top)
-        mains = [element for element in mains if _text_length(element) >= page_text / 10]
-    root = max(mains, key=_text_length) if mains else top
+        mains = [(length, element) for length, element in mains if length >= page_text / 10]
+    root = max(mains, key=lambda main: main[0])[1] if mains else top
     for element in list(root.iter(*_DROPPED_TAGS)):
         if element is not root:
             element.drop_tree()
