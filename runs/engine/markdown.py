@@ -111,7 +111,13 @@ class _ElementTreeBuilder(HTMLTreeBuilder):
     def feed(self, markup) -> None:
         soup = self.soup
         root = self.element
-        for event, element in etree.iterwalk(root, events=("start", "end", "comment")):
+        for event, element in etree.iterwalk(root, events=("start", "end", "comment", "pi")):
+            if not isinstance(element.tag, str) and event in ("start", "end"):  # an entity reference XML left as one
+                if event == "start":
+                    soup.handle_data(element.text or "")
+                elif element.tail:
+                    soup.handle_data(element.tail)
+                continue
             if event == "start":
                 attributes = dict(element.items())
                 for name in self.URI_ATTRIBUTES:
@@ -125,6 +131,8 @@ class _ElementTreeBuilder(HTMLTreeBuilder):
                 soup.endData()
                 soup.handle_data(element.text or "")
                 soup.endData(Comment)
+            elif event == "pi":  # nothing to show: its tail only
+                pass
             else:
                 soup.endData()
                 soup.handle_endtag(element.tag)
