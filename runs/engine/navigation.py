@@ -26,7 +26,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from playwright.sync_api import BrowserContext, Frame, Page, Request, Response
+from playwright._impl._sync_base import mapping as public_objects
+from playwright.sync_api import BrowserContext, Page, Request, Response
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
@@ -328,6 +329,26 @@ class Snapshot:
     cut: bool = False  # the HTML was longer than HTML_MAX_CHARS: this is its beginning
 
 
+def on_main_frame_navigation(page: Page, listener: Callable[[Request | None, str | None], None]) -> None:
+    """Call listener(request, error) for each navigation of the page's main frame: a document committed (its request,
+    whose response has arrived; None for a same-document navigation or Chromium's error page), or a navigation that
+    failed (its request when known, and the network error).
+
+    This is the frame's own navigation event, the one page.goto and expect_navigation read their response from;
+    Playwright gets it from its driver whatever the page listens to, but its public API only says that a frame
+    navigated, not with which request. A tab listened to page-wide `response` and `requestfailed` events instead:
+    the driver then sends every subresource's response and failure across, each made into Python objects and
+    handed to a listener that kept one in a hundred (measured on real pages: render=browser crawl 0.77 → 0.87 of a
+    plain Playwright script's pages/s). A private part of Playwright, pinned in requirements.txt: the tests of a page
+    that moves itself (tests/engine/test_navigation.py, test_failed_hop.py) fail if it changes."""
+
+    def navigated(event: dict) -> None:
+        channel = (event.get("newDocument") or {}).get("request")
+        listener(public_objects.from_impl(channel._object) if channel is not None else None, event.get("error"))
+
+    page.main_frame._impl_obj._event_emitter.on("navigated", navigated)
+
+
 class Tab:
     """A page being read: remembers the response of its main frame's latest navigation and counts the main frame's
     navigations, so that a document the page replaced itself is noticed."""
@@ -336,12 +357,10 @@ class Tab:
         """bound: the context already carries the hand-over binding for this tab (Tab.open)."""
         self.page = page
         self.response: Response | None = None  # the response of the document the page shows
-        self.latest: Response | None = None  # the main frame's last navigation response, committed or not
+        self.latest: Response | None = None  # the response of the main frame's latest document
         self.navigations = 0
         self.failed_navigation = ""  # the URL of the main frame's last navigation that failed
-        page.on("response", self._on_response)
-        page.on("requestfailed", self._on_failed)
-        page.on("framenavigated", self._on_navigated)
+        on_main_frame_navigation(page, self._on_navigation)
         # The last document the page left by a navigation of its own, and its response.
         self.left: tuple[dict, Response | None] | None = None
         if not bound:
@@ -362,22 +381,18 @@ class Tab:
         if source["page"] == self.page and source["frame"].parent_frame is None:
             self.left = (document, self.response)
 
-    def _on_failed(self, request: Request) -> None:
-        # Not the request of the document the page shows: its body is cut off (ERR_ABORTED) when the page leaves
-        # while it still loads, which says nothing of where the page went.
-        shown = self.response.request if self.response is not None else None
-        if request.is_navigation_request() and request.frame.parent_frame is None and request is not shown:
-            self.failed_navigation = request.url
-
-    def _on_response(self, response: Response) -> None:
-        if response.request.is_navigation_request() and response.frame.parent_frame is None:
-            self.latest = response  # the document it brings is the page's once it commits (framenavigated)
-
-    def _on_navigated(self, frame: Frame) -> None:
-        if frame.parent_frame is None:
-            self.navigations += 1
-            if self.latest is not None and self.latest.url.split("#")[0] == frame.url.split("#")[0]:
-                self.response = self.latest
+    def _on_navigation(self, request: Request | None, error: str | None) -> None:
+        if error:
+            # Not the request of the document the page shows: it is cut off (ERR_ABORTED) when the page leaves while
+            # it still loads, which says nothing of where the page went.
+            shown = self.response.request if self.response is not None else None
+            if request is not None and request != shown:
+                self.failed_navigation = request.url
+            return
+        self.navigations += 1
+        response = request.existing_response if request is not None else None
+        if response is not None:  # a new document (not a same-document navigation, not Chromium's error page)
+            self.latest = self.response = response
 
     def goto(self, url: str, deadline: Deadline) -> Response | None:
         """Start loading url; returns once the response has arrived (PlaywrightError when it cannot be loaded)."""
