@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from playwright.sync_api import Error as PlaywrightError
-from playwright.sync_api import Page
+from playwright.sync_api import Page, Request
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from runs.engine.browser import Browser
@@ -32,6 +32,7 @@ from runs.engine.navigation import (
     Tab,
     capture_screenshot,
     navigation_error,
+    on_main_frame_navigation,
     page_html,
     replaced_document,
 )
@@ -229,16 +230,12 @@ class _RefusedNavigations:
     for plain http the guard's refusal arrives as an ordinary 403 page that Chromium would show as the page."""
 
     def __init__(self, page: Page):
-        self.page = page
         self.seen = False
-        page.on("response", self._on_response)
+        on_main_frame_navigation(page, self._on_navigation)
 
-    def _on_response(self, response) -> None:
-        if (
-            response.frame == self.page.main_frame
-            and response.request.is_navigation_request()
-            and REFUSED_HEADER.lower() in response.headers
-        ):
+    def _on_navigation(self, request: Request | None, error: str | None) -> None:
+        response = request.existing_response if request is not None and not error else None
+        if response is not None and REFUSED_HEADER.lower() in response.headers:
             self.seen = True
 
 
@@ -246,13 +243,13 @@ class _Document:
     """The status and content type of the document the page shows (its last main-frame navigation response)."""
 
     def __init__(self, page: Page):
-        self.page = page
         self.status = 0  # none seen yet
         self.content_type = ""
-        page.on("response", self._on_response)
+        on_main_frame_navigation(page, self._on_navigation)
 
-    def _on_response(self, response) -> None:
-        if response.frame == self.page.main_frame and response.request.is_navigation_request():
+    def _on_navigation(self, request: Request | None, error: str | None) -> None:
+        response = request.existing_response if request is not None and not error else None
+        if response is not None:
             self.status = response.status
             self.content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 from runs.archive import prune_archives
 from runs.jobs import execute_run
 from runs.models import Run
+from tests.fake_models import FakeOpenAI
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -81,6 +82,26 @@ def test_a_fetch_run_archives_the_page_it_read_and_serves_it_as_a_download(api, 
     exported = b"".join(api.get(f"/api/export?format=json&id={run['id']}").streaming_content)
     assert json.loads(exported)[0]["result"] == run["result"]  # the run's Markdown, not its archived HTML
     assert b"<p>" not in exported and b"html.gz" not in exported and page["href"].encode() not in exported
+
+
+def test_each_agent_step_archives_the_page_with_the_status_of_the_document_it_shows(api, site, settings, data_dir):
+    script = [
+        {"tool": "goto", "args": {"url": site.url("/missing")}},
+        {"tool": "goto", "args": {"url": site.url("/r/2")}},  # two redirects, then /static
+        {"tool": "done", "args": {"output": {}}},
+    ]
+    with FakeOpenAI(script) as server:
+        settings.MODEL_PROVIDER, settings.MODEL_NAME = "openai", "scripted"
+        settings.OPENAI_BASE_URL, settings.OPENAI_API_KEY = server.base_url + "/v1", "sk-test"
+        run = run_now(api, {"kind": "agent", "url": site.url("/static"), "goal": "Look around"})
+    assert run["status"] == "succeeded", run["error"]
+    pages = [(step["page"]["url"], step["page"]["status"], step["page"]["contentType"]) for step in run["steps"][:3]]
+    assert pages == [
+        (site.url("/static"), 200, "text/html"),
+        (site.url("/missing"), 404, "text/html"),
+        (site.url("/static"), 200, "text/html"),
+    ]
+    assert "<h1>404</h1>" in api.get(run["steps"][1]["page"]["href"]).content.decode()
 
 
 def test_an_archived_page_is_cut_past_archive_max_bytes_and_says_so(api, site, settings):
