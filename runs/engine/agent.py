@@ -63,6 +63,8 @@ _OBSERVE_JS = """([limit, secretMarker]) => {
   // An SVG link's href is not a string (an SVGAnimatedString): its attribute, resolved as an HTML link's is.
   const svgHref = el => { const href = el.getAttribute('href');
     try { return new URL(href, document.baseURI).href; } catch (error) { return href; } };
+  // An SVG element has no innerText: its text, and the <title> that names a logo link, are in textContent.
+  const text = el => (el.innerText === undefined ? el.textContent : el.innerText);
   document.querySelectorAll('[data-agent-ref]').forEach(el => el.removeAttribute('data-agent-ref'));
   const lines = [];
   let ref = 0;
@@ -73,7 +75,7 @@ _OBSERVE_JS = """([limit, secretMarker]) => {
     const tag = el.tagName.toLowerCase();
     const type = el.getAttribute('type');
     const label = (el.labels && el.labels[0] && el.labels[0].innerText) || el.getAttribute('aria-label')
-      || el.getAttribute('placeholder') || el.getAttribute('name') || el.innerText || el.getAttribute('value') || '';
+      || el.getAttribute('placeholder') || el.getAttribute('name') || text(el) || el.getAttribute('value') || '';
     let line = `[${ref}] <${tag}${type ? ' type=' + type : ''}> ${label.trim().replace(/\\s+/g, ' ').slice(0, 80)}`;
     if (tag === 'a') line += ` -> ${typeof el.href === 'string' ? el.href : svgHref(el)}`;
     const secret = el.hasAttribute(secretMarker) || (type || '').toLowerCase() === 'password';

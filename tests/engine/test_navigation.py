@@ -119,7 +119,10 @@ def page_for(path: str, query: dict[str, str], started: dict[str, float]) -> str
         )
         return article("Timers", PLAIN_TEXT, extra=script)
     if path == "/svg-link":  # a logo in an inline SVG that links home, as many sites have
-        svg = '<svg width="40" height="40"><a href="/final?via=svg"><rect width="40" height="40"/></a></svg>'
+        svg = (
+            '<svg width="40" height="40"><a href="/final?via=svg"><title>Home</title>'
+            '<rect width="40" height="40"/></a></svg>'
+        )
         return article("SVG link", PLAIN_TEXT, extra=svg + '<a href="/plain">Plain</a>')
     if path == "/product":
         return (
@@ -358,7 +361,7 @@ def test_the_agents_first_observation_is_of_the_page_the_start_page_redirected_t
     assert FINAL_TEXT in json.dumps(server.requests[0]["body"])
 
 
-def test_the_agent_sees_a_link_in_an_svg_as_an_absolute_url_like_any_link(pages, browser):
+def test_the_agent_sees_a_link_in_an_svg_with_its_title_and_an_absolute_url_like_any_link(pages, browser):
     with FakeOpenAI([{"tool": "done", "args": {"output": "seen"}}]) as server:
         model = make_model(
             ModelSettings("openai", "scripted", api_key="sk-test", base_url=server.base_url + "/v1", max_retries=0)
@@ -367,7 +370,10 @@ def test_the_agent_sees_a_link_in_an_svg_as_an_absolute_url_like_any_link(pages,
         agent = AgentSpec(page=spec(pages("/svg-link"), screenshots=False), goal="Read the page", max_steps=2)
         run_agent(agent, recorder, browser, model)
     elements = recorder.steps[0]["observation"].split("Interactive elements:\n", 1)[1].split("\nVisible text:")[0]
-    assert elements.splitlines() == [f"[1] <a>  -> {pages('/final?via=svg')}", f"[2] <a> Plain -> {pages('/plain')}"]
+    assert elements.splitlines() == [
+        f"[1] <a> Home -> {pages('/final?via=svg')}",
+        f"[2] <a> Plain -> {pages('/plain')}",
+    ]
 
 
 def test_a_page_navigating_while_its_screenshot_is_taken_does_not_hold_the_fetch(pages, browser):
