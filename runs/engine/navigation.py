@@ -338,7 +338,7 @@ def on_main_frame_navigation(page: Page, listener: Callable[[Request | None, str
     Playwright gets it from its driver whatever the page listens to, but its public API only says that a frame
     navigated, not with which request. A tab listened to page-wide `response` and `requestfailed` events instead:
     the driver then sends every subresource's response and failure across, each made into Python objects and
-    handed to a listener that kept one in a hundred (measured on real pages: render=browser crawl 0.77 → 0.87 of a
+    handed to a listener that kept one in a hundred (measured on real pages: render=browser crawl 0.77 → 0.85 of a
     plain Playwright script's pages/s). A private part of Playwright, pinned in requirements.txt: the tests of a page
     that moves itself (tests/engine/test_navigation.py, test_failed_hop.py) fail if it changes."""
 
