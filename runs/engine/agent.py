@@ -227,26 +227,16 @@ def _refusal_reason(spec: AgentSpec, since: float, error: PlaywrightError | None
     return refusal[1] if refusal else None
 
 
-class _RefusedNavigations:
-    """Notices a main-frame navigation the network guard refused (a goto, a link, a redirect to a private address):
-    for plain http the guard's refusal arrives as an ordinary 403 page that Chromium would show as the page."""
-
-    def __init__(self, page: Page):
-        self.seen = False
-        on_main_frame_navigation(page, self._on_navigation)
-
-    def _on_navigation(self, request: Request | None, error: str | None) -> None:
-        response = request.existing_response if request is not None and not error else None
-        if response is not None and REFUSED_HEADER.lower() in response.headers:
-            self.seen = True
-
-
 class _Document:
-    """The status and content type of the document the page shows (its last main-frame navigation response)."""
+    """The document the page shows, from its main frame's navigations: its status and content type (for the step's
+    archived page), and whether a navigation the network guard refused came since `refused` was last cleared (a
+    goto, a link, a redirect to a private address: for plain http the guard's refusal arrives as an ordinary 403
+    page that Chromium would show as the page)."""
 
     def __init__(self, page: Page):
         self.status = 0  # none seen yet
         self.content_type = ""
+        self.refused = False
         on_main_frame_navigation(page, self._on_navigation)
 
     def _on_navigation(self, request: Request | None, error: str | None) -> None:
@@ -254,6 +244,7 @@ class _Document:
         if response is not None:
             self.status = response.status
             self.content_type = (response.headers.get("content-type") or "").split(";")[0].strip().lower()
+            self.refused = self.refused or REFUSED_HEADER.lower() in response.headers
 
 
 def _page_copy(page: Page, document: _Document, secrets: Secrets) -> PageCopy | None:
@@ -317,7 +308,6 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
         tab = Tab.open(context)
         page = tab.page
         popups = _Popups(context, page)
-        refused = _RefusedNavigations(page)
         document = _Document(page)
         started = time.monotonic()
         try:
@@ -333,7 +323,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
         except PlaywrightError as error:
             refusal = _refusal(spec, started) if "net::ERR_" in str(error) else None
             raise failed(*refusal) if refusal else navigation_error(error) from None
-        if refused.seen:  # the start URL led to a refused address: the run's URL is refused, as for fetch
+        if document.refused:  # the start URL led to a refused address: the run's URL is refused, as for fetch
             raise failed(
                 *(_refusal(spec, started) or ("url_not_allowed", "The page led to an address that is refused."))
             )
@@ -385,11 +375,11 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
                     action="fail", url=secrets.scrub(page.url), observation=reason, screenshot=None, duration_ms=0
                 )
                 raise failed("agent_failed", f"The agent gave up: {reason}")
-            refused.seen = False
+            document.refused = False
             try:
                 note = _act(page, name, arguments, secrets, spec, deadline)
                 _settle(page, deadline)
-                if refused.seen:
+                if document.refused:
                     # The model is told, as for any failed action, and may try another way; the run goes on.
                     raise _ActionError(_refusal_reason(spec, started) or "the page led to an address that is refused")
                 observation = _observe(page, secrets)

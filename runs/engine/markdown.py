@@ -131,11 +131,10 @@ class _ElementTreeBuilder(HTMLTreeBuilder):
                 soup.endData()
                 soup.handle_data(element.text or "")
                 soup.endData(Comment)
-            elif event == "pi":  # nothing to show: its tail only
-                pass
-            else:
+            elif event == "end":
                 soup.endData()
                 soup.handle_endtag(element.tag)
+            # (a processing instruction shows nothing: its tail only)
             if element.tail and element is not root:
                 soup.handle_data(element.tail)
 
