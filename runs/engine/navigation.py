@@ -357,7 +357,6 @@ class Tab:
         """bound: the context already carries the hand-over binding for this tab (Tab.open)."""
         self.page = page
         self.response: Response | None = None  # the response of the document the page shows
-        self.latest: Response | None = None  # the response of the main frame's latest document
         self.navigations = 0
         self.failed_navigation = ""  # the URL of the main frame's last navigation that failed
         on_main_frame_navigation(page, self._on_navigation)
@@ -392,7 +391,7 @@ class Tab:
         self.navigations += 1
         response = request.existing_response if request is not None else None
         if response is not None:  # a new document (not a same-document navigation, not Chromium's error page)
-            self.latest = self.response = response
+            self.response = response
 
     def goto(self, url: str, deadline: Deadline) -> Response | None:
         """Start loading url; returns once the response has arrived (PlaywrightError when it cannot be loaded)."""
@@ -401,7 +400,7 @@ class Tab:
         except PlaywrightTimeout:
             raise deadline.expired("answer") from None
         if response is not None:
-            self.response = self.latest = response
+            self.response = response
         return response
 
     def arrive(self, deadline: Deadline, wait_for: str | None = None) -> str:
@@ -464,13 +463,13 @@ class Tab:
     def _failed_document(self) -> bool:
         """The page navigated itself to a document that did not load: Chromium's error page (a name that does not
         resolve, a refused tunnel), or the network guard's refusal."""
-        refused = self.latest is not None and REFUSED_HEADER.lower() in self.latest.headers
+        refused = self.response is not None and REFUSED_HEADER.lower() in self.response.headers
         return self.page.url.startswith("chrome-error://") or refused
 
     def _fallback(self, kept: Snapshot | None, deadline: Deadline) -> Snapshot:
         if self.page.url.startswith("chrome-error://") and not self.failed_navigation:
             self._failure_reported(deadline)
-        target = self.failed_navigation or (self.latest.url if self.latest is not None else self.page.url)
+        target = self.failed_navigation or (self.response.url if self.response is not None else self.page.url)
         if kept is None and self.left is not None:  # left before it was read once, but handed over as it left
             kept = self._left_snapshot("domcontentloaded", deadline)
         if kept is None:
