@@ -27,12 +27,12 @@ import trafilatura
 from bs4 import BeautifulSoup, Comment, Tag
 from bs4.builder import HTMLTreeBuilder
 from lxml import etree
-from lxml import html as lxml_html
 from markdownify import MarkdownConverter
 from trafilatura.core import determine_returnstring
 from trafilatura.metadata import Document
 from trafilatura.settings import Extractor
 
+from runs.engine.html_tree import parse
 from runs.engine.page_type import page_type
 
 _BLANK_LINES = re.compile(r"\n{3,}")
@@ -151,13 +151,6 @@ def _convert(element) -> str:
     return "".join(part if odd % 2 else _BLANK_LINES.sub("\n\n", part) for odd, part in enumerate(parts)).strip() + "\n"
 
 
-def _parse(page_html: str):
-    try:
-        return lxml_html.fromstring(page_html or "<html></html>")
-    except (ValueError, etree.ParserError):
-        return None
-
-
 def _base_url(tree, url: str | None) -> str | None:
     """What the page's relative links are relative to: its <base href> against url, else url."""
     if not url:
@@ -197,7 +190,7 @@ def _whole_page(tree, url: str | None) -> str:
 
 def whole_page_markdown(page_html: str, url: str | None = None) -> str:
     """The whole body as Markdown, without scripts, styles and other non-content elements; links made absolute."""
-    tree = _parse(page_html)
+    tree = parse(page_html)
     return "" if tree is None else _whole_page(tree, url)
 
 
@@ -243,7 +236,7 @@ def main_region(tree):
     return root
 
 
-def _extracted_html(page_html: str, url: str | None, strategy: Strategy) -> str | None:
+def _extracted_html(tree, url: str | None, strategy: Strategy) -> str | None:
     """trafilatura.extract(output_format="html") without what it adds that is not used here: its extract() also
     computes a Simhash fingerprint of the text for every non-TXT format (5% of a conversion's time)."""
     options = Extractor(
@@ -255,7 +248,7 @@ def _extracted_html(page_html: str, url: str | None, strategy: Strategy) -> str 
         images=False,
         url=url,
     )
-    document = trafilatura.bare_extraction(page_html, options=options)
+    document = trafilatura.bare_extraction(tree, options=options)  # it works on a copy
     return determine_returnstring(document, options) if isinstance(document, Document) else None
 
 
@@ -280,12 +273,12 @@ def _words(text: str) -> int:
 
 def main_content(page_html: str, url: str | None = None) -> Converted:
     """The main content as Markdown and the page's type; the whole page when nothing is found."""
-    tree = _parse(page_html)
+    tree = parse(page_html)
     if tree is None:
         return Converted("", "article")
     kind = page_type(tree=tree, url=url)
     strategy = STRATEGIES[kind]
-    fragment = _extracted_html(page_html, url, strategy)
+    fragment = _extracted_html(tree, url, strategy)
     extracted_tree = _fragment_tree(fragment) if fragment else None
     extracted = _words("".join(extracted_tree.itertext())) if extracted_tree is not None else 0
     if extracted and not strategy.shortest:
@@ -303,7 +296,7 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
 def convert(page_html: str, *, main_content_only: bool, url: str | None = None) -> Converted:
     if main_content_only:
         return main_content(page_html, url)
-    tree = _parse(page_html)
+    tree = parse(page_html)
     if tree is None:
         return Converted("", "article")
     kind = page_type(tree=tree, url=url)

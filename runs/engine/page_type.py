@@ -1,10 +1,10 @@
 """What kind of page this is: article, forum, product, collection, listing, documentation or service.
 
-A multinomial logistic regression over signals of the page read in one pass of its tree: the schema.org types it
+A multinomial logistic regression over signals of the page read from its tree: the schema.org types it
 declares (JSON-LD, microdata, og:type), words of its URL path, and counts of its structure (headings, paragraphs,
 code blocks, add-to-cart controls, prices, repeated posts or cards, link density). The weights (page_type_weights.py)
-were trained on the WCXB development split by tests/bench/train_page_type.py; a prediction takes well under a
-millisecond after the parse.
+were trained on the WCXB development split by tests/bench/train_page_type.py. Reading the signals takes ~10 ms of a
+page's conversion (mostly XPath in C), the prediction well under a millisecond.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections import Counter
 from urllib.parse import urlsplit
 
 from lxml import etree
-from lxml import html as lxml_html
 
+from runs.engine.html_tree import parse
 from runs.engine.page_type_weights import BIAS, TYPES, WEIGHTS
 
 __all__ = ["TYPES", "features", "page_type", "scores"]
@@ -57,14 +57,43 @@ _CLASS_WORDS = {
     "cls_filter": re.compile(r"\b(?:filters?|facets?|sort|refine|pagination)\b", re.I),
 }
 _COUNTED_TAGS = ("article", "time", "pre", "code", "h1", "h2", "h3", "p", "li", "table", "form", "input", "img", "a")
+_TAG_COUNTS = {tag: etree.XPath(f"count(descendant-or-self::{tag})") for tag in _COUNTED_TAGS}
+_LD_JSON = "translate(@type, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') = 'application/ld+json'"
+_JSONLD = etree.XPath(f"descendant-or-self::script[{_LD_JSON}]")
+_OG_TYPES = etree.XPath("descendant-or-self::meta[@property = 'og:type']")
+_ITEMTYPES = etree.XPath("descendant-or-self::*/@itemtype", smart_strings=False)
+_NAMED = etree.XPath("descendant-or-self::*[@class or @id]")
+# Elements' own text (lxml's .text: a text node that is the element's first child); in _SKIPPED elements, left out.
+_OWN_TEXT = etree.XPath("descendant-or-self::*/node()[1][self::text()]", smart_strings=False)
+_SKIPPED_TEXT = etree.XPath(
+    f"({' | '.join(f'descendant-or-self::{tag}' for tag in sorted(_SKIPPED))})/node()[1][self::text()]",
+    smart_strings=False,
+)
+_LINK_TEXT = etree.XPath("descendant-or-self::a/node()[1][self::text()]", smart_strings=False)
+_PARAGRAPHS = etree.XPath("descendant-or-self::p")
 
 
-@functools.lru_cache(maxsize=4096)
-def _class_words(attributes: str) -> tuple[str, ...]:
-    """The _CLASS_WORDS an element's "class id" names. Cached: a page repeats the same few class strings."""
-    if not attributes.strip():
-        return ()
-    return tuple(name for name, pattern in _CLASS_WORDS.items() if pattern.search(attributes))
+_WORD_RUN = re.compile(r"\w+")
+
+
+@functools.lru_cache(maxsize=16384)
+def _word_classes(word: str) -> frozenset[str]:
+    """The _CLASS_WORDS one word of a class or id names. Cached: pages share most of their class words."""
+    return frozenset(name for name, pattern in _CLASS_WORDS.items() if pattern.search(word))
+
+
+def _class_words(names: str) -> set[str]:
+    """The _CLASS_WORDS an element's "class id" names: those of its words, since each of their patterns matches
+    within one run of word characters, from its start (and a whole run for those that end in \\b)."""
+    found: set[str] = set()
+    for word in set(_WORD_RUN.findall(names)):
+        found |= _word_classes(word)
+    return found
+
+
+def _names(element) -> str:
+    """What an element is named by: "class id"."""
+    return f"{element.get('class') or ''} {element.get('id') or ''}"
 
 
 def _jsonld_types(source: str) -> set[str]:
@@ -80,49 +109,35 @@ def _jsonld_types(source: str) -> set[str]:
 
 
 def features(page_html: str | None = None, url: str | None = None, *, tree=None) -> dict[str, float]:
-    """The classifier's inputs, by name (all finite numbers: flags, log counts and ratios)."""
+    """The classifier's inputs, by name (all finite numbers: flags, log counts and ratios). tree: the page as
+    runs/engine/html_tree.py parses it (parsed from page_html when not given)."""
     if tree is None:
-        try:
-            tree = lxml_html.fromstring(page_html or "<html></html>")
-        except (ValueError, etree.ParserError):
-            tree = lxml_html.fromstring("<html></html>")
+        tree = parse(page_html)
+        if tree is None:
+            tree = parse("<html></html>")
     found: dict[str, float] = {}
-    tags: Counter[str] = Counter()
-    classes: Counter[str] = Counter()
+    # Read by XPath in C rather than by a Python loop over every element (which was a tenth of a conversion). A JSON-LD
+    # block counts for its types only, not for its own attributes.
+    for meta in _OG_TYPES(tree):
+        found[f"og_{(meta.get('content') or '').split('.')[0].strip().lower()}"] = 1.0
+    itemtypes = Counter(_ITEMTYPES(tree))
+    named = Counter(_names(element) for element in _NAMED(tree))
     schema_types: set[str] = set()
-    text_chars = link_chars = paragraph_chars = 0
-    # One pass, run on every page a service converts: the cheap tests first, attributes read only where there are any.
-    for element in tree.iter():
-        tag = element.tag
-        if tag.__class__ is not str:  # a comment or a processing instruction: counted as text, under no tag
-            tag = ""
-        elif tag == "script":
-            kind = element.get("type")
-            if kind and kind.lower() == "application/ld+json":
-                schema_types.update(_jsonld_types(element.text or ""))
-                continue
-        elif tag == "meta" and element.get("property") == "og:type":
-            found[f"og_{(element.get('content') or '').split('.')[0].strip().lower()}"] = 1.0
-        tags[tag] += 1
-        attributes = element.attrib if tag else None
-        if attributes:
-            itemtype = attributes.get("itemtype")
-            if itemtype:
-                schema_types.update(part.rsplit("/", 1)[-1].lower() for part in itemtype.split())
-            named, identifier = attributes.get("class"), attributes.get("id")
-            if named or identifier:
-                for word in _class_words(f"{named or ''} {identifier or ''}"):
-                    classes[word] += 1
-        if tag in _SKIPPED:
-            continue
-        text = element.text
-        if text:
-            own = len(text.strip())
-            text_chars += own
-            if tag == "a":
-                link_chars += own
-        if tag == "p":
-            paragraph_chars += len(element.text_content())
+    for script in _JSONLD(tree):
+        schema_types.update(_jsonld_types(script.text or ""))
+        itemtypes[script.get("itemtype")] -= 1
+        named[_names(script)] -= 1
+    for itemtype, count in itemtypes.items():
+        if itemtype and count > 0:
+            schema_types.update(part.rsplit("/", 1)[-1].lower() for part in itemtype.split())
+    classes: Counter[str] = Counter()
+    for names, count in named.items():
+        for word in _class_words(names):
+            classes[word] += count
+    text_chars = sum(len(text.strip()) for text in _OWN_TEXT(tree))
+    text_chars -= sum(len(text.strip()) for text in _SKIPPED_TEXT(tree))
+    link_chars = sum(len(text.strip()) for text in _LINK_TEXT(tree))
+    paragraph_chars = sum(len(paragraph.text_content()) for paragraph in _PARAGRAPHS(tree))
     body_text = " ".join(_BODY_TEXT(tree))
     for name, group in _SCHEMA_GROUPS.items():
         found[name] = 1.0 if schema_types & group else 0.0
@@ -131,8 +146,8 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
         found[name] = 1.0 if pattern.search(path) else 0.0
     found["url_root"] = 1.0 if path.strip("/") == "" else 0.0
     found["url_depth"] = min(len([part for part in path.split("/") if part]), 6) / 6
-    for tag in _COUNTED_TAGS:
-        found[f"n_{tag}"] = math.log1p(tags[tag])
+    for tag, count in _TAG_COUNTS.items():
+        found[f"n_{tag}"] = math.log1p(count(tree))
     for name in _CLASS_WORDS:
         found[name] = math.log1p(classes[name])
     prices = len(_PRICE.findall(body_text))
