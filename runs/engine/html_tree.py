@@ -36,11 +36,14 @@ def _parser() -> etree.HTMLParser:
     return parser
 
 
-def parse(page_html: str | None):
+def parse(page_html: str | None, *, as_written: bool = False):
     """The page's tree (None when libxml2 finds nothing in it), after trafilatura.utils.load_html's repairs of what
-    libxml2 trips on; a string that declares its encoding is parsed from its UTF-8 bytes, as load_html does."""
+    libxml2 trips on: among them, the control characters XML forbids are taken out of the text (trafilatura writes its
+    result as XML). as_written: without those repairs, for the whole page's Markdown, which is the page's text as it is.
+    A string that declares its encoding is parsed from its UTF-8 bytes, as load_html does."""
     page_html = page_html or "<html></html>"
-    page_html = repair_faulty_html(page_html, page_html[:50].lower())
+    if not as_written:
+        page_html = repair_faulty_html(page_html, page_html[:50].lower())
     try:
         try:
             return lxml_html.fromstring(page_html, parser=_parser())

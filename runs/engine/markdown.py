@@ -193,7 +193,7 @@ def _whole_page(tree, url: str | None) -> str:
 
 def whole_page_markdown(page_html: str, url: str | None = None) -> str:
     """The whole body as Markdown, without scripts, styles and other non-content elements; links made absolute."""
-    tree = parse(page_html)
+    tree = parse(page_html, as_written=True)
     return "" if tree is None else _whole_page(tree, url)
 
 
@@ -299,7 +299,7 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
 def convert(page_html: str, *, main_content_only: bool, url: str | None = None) -> Converted:
     if main_content_only:
         return main_content(page_html, url)
-    tree = parse(page_html)
+    tree = parse(page_html, as_written=True)
     if tree is None:
         return Converted("", "article")
     kind = page_type(tree=tree, url=url)
