@@ -246,6 +246,46 @@ def test_a_lost_query_is_asked_again_quickly(lossy_dns):
     assert took < LOOKUP_WITHIN_S, f"the lookup took {took:.2f} s"
 
 
+def test_while_queries_are_being_lost_a_name_that_does_not_exist_costs_one_question(lossy_dns):
+    # A nameserver that sheds load drops queries past a rate; asking A and AAAA at once for every name of a page,
+    # most of which do not exist, doubles what it drops. Once a query was lost, A goes first, alone.
+    policy = NetworkPolicy(nameservers=(lossy_dns.nameserver,))
+    first = unique("first")
+    lossy_dns.answer(first, ["93.184.216.34"], ttl=60)
+    assert policy.resolve(first) == [ipaddress.ip_address("93.184.216.34")]  # its first A and AAAA were lost
+    missing = unique("missing")
+    with pytest.raises(Refused) as refused:
+        policy.resolve(missing)
+    assert refused.value.code == "dns_error"
+    assert (lossy_dns.asked(missing, A), lossy_dns.asked(missing, AAAA)) == (2, 0)  # A lost once, asked again
+    # A name that exists still has every address looked at: a private IPv6 address next to a public IPv4 one.
+    both = unique("both")
+    lossy_dns.answer(both, ["93.184.216.34", "fd00::7"], ttl=60)
+    with pytest.raises(Refused) as refused:
+        policy.connect_address(both, 443)
+    assert refused.value.code == "url_not_allowed"
+    assert "fd00::7" in str(refused.value)
+    assert (lossy_dns.asked(both, A), lossy_dns.asked(both, AAAA)) == (2, 2)
+
+
+def test_a_nameserver_that_loses_nothing_is_asked_a_and_aaaa_at_once(fake_dns):
+    policy = NetworkPolicy(nameservers=(fake_dns.nameserver,))
+    name = unique("slow")
+    # Each answer takes 0.25 s (under TRY_TIMEOUT_S): asked one after the other, the lookup would take 0.5 s.
+    fake_dns.answer(name, ["93.184.216.34", "2606:2800:220:1::1"], ttl=60, delay=0.25)
+    started = time.monotonic()
+    assert set(policy.resolve(name)) == {
+        ipaddress.ip_address("93.184.216.34"),
+        ipaddress.ip_address("2606:2800:220:1::1"),
+    }
+    took = time.monotonic() - started
+    assert took < 0.45, f"the lookup took {took:.2f} s"
+    missing = unique("missing")
+    with pytest.raises(Refused):
+        policy.resolve(missing)
+    assert (fake_dns.asked(missing, A), fake_dns.asked(missing, AAAA)) == (1, 1)
+
+
 @pytest.fixture
 def system_dns(fake_dns, monkeypatch):
     """The system's resolver configuration (/etc/resolv.conf, read by dnspython) names the fake DNS server."""
