@@ -55,6 +55,8 @@ from lxml import etree
 from lxml import html as lxml_html
 from protego import Protego
 
+from runs.engine.html_tree import base_url
+
 SCOPES = ("host", "domain", "path")
 SKIP_REASONS = (
     "out_of_scope",
@@ -644,11 +646,6 @@ def _document(html: str | bytes) -> lxml_html.HtmlElement | None:
         return None
 
 
-def _base_of(document: lxml_html.HtmlElement, url: str) -> str:
-    base = document.find(".//base[@href]")
-    return urljoin(url, base.get("href").strip()) if base is not None else url
-
-
 def links_of(html: str | bytes, url: str) -> list[str]:
     """The page's links (a[href], area[href]), normalised, once each, in page order; url is the final URL."""
     document = _document(html)
@@ -662,7 +659,7 @@ def links_and_canonical(html: str | bytes, url: str) -> tuple[list[str], str | N
 
 
 def _links(document: lxml_html.HtmlElement, url: str) -> list[str]:
-    base = _base_of(document, url)
+    base = base_url(document, url)
     links: dict[str, None] = {}
     for element in document.iter("a", "area"):
         href = element.get("href")
@@ -696,7 +693,7 @@ def _canonical_href(document: lxml_html.HtmlElement, url: str) -> str | None:
     for link in head.iter("link") if head is not None else ():
         if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
             try:
-                href = urljoin(_base_of(document, url), link.get("href").strip())
+                href = urljoin(base_url(document, url), link.get("href").strip())
                 parts = urlsplit(href)
                 return href if parts.scheme.lower() in _DEFAULT_PORTS and parts.hostname else None
             except ValueError:  # a bad IPv6 literal

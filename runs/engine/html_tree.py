@@ -10,6 +10,7 @@ own lookup is a Python call for every element touched (3 million calls on 375 pa
 from __future__ import annotations
 
 import threading
+from urllib.parse import urljoin
 
 from lxml import etree
 from lxml import html as lxml_html
@@ -51,3 +52,15 @@ def parse(page_html: str | None, *, as_written: bool = False):
             return lxml_html.fromstring(page_html.encode("utf-8", "surrogatepass"), parser=_parser())
     except (ValueError, etree.ParserError):
         return None
+
+
+def base_url(tree, url: str) -> str:
+    """What the page's relative links are relative to: its <base href> against url (the page's final URL), else url,
+    also when the base cannot be read as a URL (as browsers do: a bad IPv6 literal)."""
+    base = tree.find(".//base[@href]")
+    if base is None:
+        return url
+    try:
+        return urljoin(url, base.get("href").strip())
+    except ValueError:
+        return url

@@ -13,6 +13,7 @@ import lxml.html
 import requests
 from requests.cookies import create_cookie
 
+from runs.engine.html_tree import base_url
 from runs.engine.netguard import REFUSED_HEADER, guarded_session, network_guard
 from runs.engine.spec import EngineError, FetchSpec, LoadedPage, PageCopy, Recorder, checked_url
 
@@ -186,14 +187,13 @@ def http_error(status: int, retry_after: str | None) -> EngineError:
     return EngineError("http_error", f"The page answered HTTP {status}.", details)
 
 
-def title_and_links(html: str, base_url: str) -> tuple[str, list[str]]:
+def title_and_links(html: str, url: str) -> tuple[str, list[str]]:
     document = _document(html)
     if document is None:
         return "", []
     title = (document.findtext(".//title") or "").strip()
-    base = document.find(".//base[@href]")
-    base_url = urljoin(base_url, base.get("href")) if base is not None else base_url
-    links = [_resolved(base_url, href.strip()) for href in document.xpath("//a/@href")]
+    base = base_url(document, url)
+    links = [_resolved(base, href.strip()) for href in document.xpath("//a/@href")]
     return title, list(dict.fromkeys(link for link in links if link.startswith(("http://", "https://"))))
 
 

@@ -32,7 +32,7 @@ from trafilatura.core import determine_returnstring
 from trafilatura.metadata import Document
 from trafilatura.settings import Extractor
 
-from runs.engine.html_tree import parse
+from runs.engine.html_tree import base_url, parse
 from runs.engine.page_type import page_type
 
 _BLANK_LINES = re.compile(r"\n{3,}")
@@ -154,14 +154,6 @@ def _convert(element) -> str:
     return "".join(part if odd % 2 else _BLANK_LINES.sub("\n\n", part) for odd, part in enumerate(parts)).strip() + "\n"
 
 
-def _base_url(tree, url: str | None) -> str | None:
-    """What the page's relative links are relative to: its <base href> against url, else url."""
-    if not url:
-        return None
-    base = tree.find(".//base[@href]")
-    return urljoin(url, base.get("href").strip()) if base is not None else url
-
-
 _LINKS = {"a": ("href",), "video": ("src", "poster"), "source": ("src",)}  # the URLs the Markdown keeps
 
 
@@ -182,7 +174,7 @@ def _absolute_links(root, base: str) -> None:
 
 
 def _whole_page(tree, url: str | None) -> str:
-    base = _base_url(tree, url)
+    base = base_url(tree, url) if url else None
     if base:
         _absolute_links(tree, base)
     for element in tree.iter(*_DROPPED_TAGS):
@@ -280,18 +272,17 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     if tree is None:
         return Converted("", "article")
     kind = page_type(tree=tree, url=url)
+    if url:  # before trafilatura, which resolves a relative link against the site's root, not the page
+        _absolute_links(tree, base_url(tree, url))
     strategy = STRATEGIES[kind]
     fragment = _extracted_html(tree, url, strategy)
     extracted_tree = _fragment_tree(fragment) if fragment else None
     extracted = _words("".join(extracted_tree.itertext())) if extracted_tree is not None else 0
     if extracted and not strategy.shortest:
         return Converted(_convert(extracted_tree), kind)
-    base = _base_url(tree, url)
     region = main_region(tree)
     if extracted and extracted >= strategy.shortest * _words(region.text_content()):
         return Converted(_convert(extracted_tree), kind)
-    if base:  # the region's links only: the rest of the page is not converted
-        _absolute_links(region, base)
     markdown = _convert(region)
     return Converted(markdown if markdown.strip() else whole_page_markdown(page_html, url), kind)
 

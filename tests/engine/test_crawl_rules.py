@@ -333,6 +333,16 @@ def test_links_honour_base_href():
     assert links_of(page, "https://example.com/docs/") == ["https://cdn.example.com/v2/a"]
 
 
+def test_a_base_href_that_is_not_a_url_is_ignored_as_browsers_do():
+    # An unclosed IPv6 literal: links and the canonical link resolve against the page's own URL.
+    page = (
+        '<html><head><base href="http://[::1/v2/"><link rel="canonical" href="guide"></head>'
+        '<body><a href="a">a</a></body></html>'
+    )
+    assert links_of(page, "https://example.com/docs/") == ["https://example.com/docs/a"]
+    assert canonical_of(page, "https://example.com/docs/") == "https://example.com/docs/guide"
+
+
 def test_canonical_link():
     assert canonical_of(PAGE, "https://example.com/docs/guide?ref=x") == "https://example.com/docs/guide/"
     assert canonical_of("<html><body>no head</body></html>", "https://example.com/") is None

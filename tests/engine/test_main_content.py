@@ -153,6 +153,29 @@ def test_link_targets_are_absolute_and_escaped_and_an_empty_one_leaves_plain_tex
     assert "[![](https://example.com/docs/intro.png)](https://example.com/docs/intro.mp4)" in markdown
 
 
+def test_relative_links_in_main_content_resolve_against_the_page_and_its_base_href():
+    # trafilatura alone resolves a relative link against the site's root: /docs/start's "part-one.html" became
+    # /part-one.html, a page that is not there.
+    page = """<html><head>{head}</head><body><main><h1>Guide</h1>
+    <p>Read <a href="part-one.html">part one</a> before anything else: it explains how the parts fit together.</p>
+    </main></body></html>"""
+    found = convert(page.format(head=""), main_content_only=True, url="https://example.com/docs/start").markdown
+    assert "[part one](https://example.com/docs/part-one.html)" in found
+    with_base = page.format(head='<base href="/v2/">')
+    found = convert(with_base, main_content_only=True, url="https://example.com/docs/start").markdown
+    assert "[part one](https://example.com/v2/part-one.html)" in found
+
+
+def test_a_base_href_that_is_not_a_url_is_ignored_as_browsers_do():
+    # An unclosed IPv6 literal in <base href>: the page is still converted, its links resolved against its own URL.
+    page = """<html><head><base href="http://[::1/v2/"></head><body><main><h1>Guide</h1>
+    <p>Read <a href="part-one.html">part one</a> before anything else: it explains how the parts fit together.</p>
+    </main></body></html>"""
+    for main_content_only in (True, False):
+        markdown = convert(page, main_content_only=main_content_only, url="https://example.com/docs/start").markdown
+        assert "[part one](https://example.com/docs/part-one.html)" in markdown
+
+
 def test_a_link_with_spaces_in_an_extracted_article_is_still_one_markdown_link():
     html, truth = dev_page("0461")
     markdown = main_content(html, truth["url"]).markdown

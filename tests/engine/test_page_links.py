@@ -51,3 +51,9 @@ def test_each_link_is_what_urljoin_makes_of_it(href):
 def test_links_resolve_against_the_base_href_come_once_and_in_order():
     html = page_with(["b", "https://x.org/1", "/c", "b", "https://x.org/1"], head='<base href="https://cdn.org/v2/">')
     assert title_and_links(html, PAGE_URL)[1] == ["https://cdn.org/v2/b", "https://x.org/1", "https://cdn.org/c"]
+
+
+def test_a_base_href_that_is_not_a_url_is_ignored_as_browsers_do():
+    # An unclosed IPv6 literal: urljoin refuses it, and the page's links resolve against the page itself.
+    html = page_with(["b", "/c"], head='<base href="http://[::1/v2/">')
+    assert title_and_links(html, PAGE_URL) == ("The page", ["https://example.org/docs/b", "https://example.org/c"])
