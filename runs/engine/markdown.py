@@ -174,9 +174,8 @@ def _absolute_links(root, base: str) -> None:
 
 
 def _whole_page(tree, url: str | None) -> str:
-    base = base_url(tree, url) if url else None
-    if base:
-        _absolute_links(tree, base)
+    if url:
+        _absolute_links(tree, base_url(tree, url))
     for element in tree.iter(*_DROPPED_TAGS):
         element.drop_tree()
     body = tree.find("body")

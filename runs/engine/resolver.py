@@ -12,9 +12,9 @@ asked of the nameservers directly, with dnspython's asyncio resolver on a thread
 - while the nameservers lose queries (an answer that took TRY_TIMEOUT_S or more, in the last STRAINED_S), A is
   asked first and AAAA only for a name that exists: a name that does not exist costs one question instead of two
   (glibc's `options single-request`, taken only while it is needed). Nameservers that shed load drop queries past
-  a rate: measured on the CI machine, ~60 a second with bursts of ~50 answered, the rest lost; a crawl's pages
-  name 20 to 50 hosts each, most of which a sandbox cannot resolve, and every lost question held its page 0.4 s
-  or more. A name that exists then costs one round trip more: its addresses are all still asked for;
+  a rate (measured on the CI machine: ~60 a second with bursts of ~50 answered, the rest lost), and a page that
+  loads many hosts that do not resolve lost questions and waited 0.4 s or more for each. A name that exists then
+  costs one round trip more: its addresses are all still asked for;
 - one lookup per name is in flight however many connections wait for it;
 - answers are kept for their TTL (at most POSITIVE_MAX_S; a TTL of 0 is never kept), names that do not exist
   or have no address for NEGATIVE_S, lookups that failed (timeouts, SERVFAIL) for FAILED_S.
@@ -118,9 +118,10 @@ class Resolver:
         return addresses
 
     async def _both(self, name: str) -> tuple[list[IPAddress], float]:
-        """A and AAAA at once. Every address counts (a private IPv6 address next to a public IPv4 one must be
-        seen), so both answers are awaited, unless one says the name does not exist: then neither type has
-        records, and the other question (perhaps lost, waiting for its retransmission) is not waited for."""
+        """A and AAAA at once (A first while the nameservers lose queries). Every address counts (a private IPv6
+        address next to a public IPv4 one must be seen), so both answers are awaited, unless one says the name does
+        not exist: then neither type has records, and the other question (perhaps lost, waiting for its
+        retransmission) is not waited for."""
         kinds = ("A", "AAAA")
         addresses: list[IPAddress] = []
         ttl = POSITIVE_MAX_S
