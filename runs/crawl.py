@@ -10,8 +10,10 @@ module does the I/O around them in the crawl's worker:
   for): up to MAX_IN_FLIGHT pages at a time, as per-host concurrency and delay allow, each in a thread; their
   Markdown conversions in the worker's converter processes, CONVERTERS of them started at its first crawl (Python's
   conversion is CPU-bound: threads alone would hold a crawl to one core); their browser work on the crawl's own
-  Chromiums (BROWSERS), so a page that needs a browser never holds up the plain-HTTP ones. The links of each page are
-  offered to the frontier;
+  Chromiums (BROWSERS), so a page that needs a browser never holds up the plain-HTTP ones; each of them reads its
+  pages one after the other in one tab (TAB_PAGES, then a fresh one), as one browser session goes through a site,
+  not each in a fresh context: a fresh context costs Chromium a new renderer process per page. The links of each
+  page are offered to the frontier;
 - a step of the crawl per page: what was found, queued and skipped with the reason;
 - the frontier written at most every SAVE_SECONDS (CrawlFrontier). A crawl taken over after its worker died goes on
   from it: a page whose child run already finished is not fetched again (its links are taken from its result), one
@@ -66,6 +68,7 @@ IDLE_SECONDS = 0.2  # how long the loop sleeps when no host may start a page yet
 MAX_IN_FLIGHT = 16  # pages of a crawl loaded at a time, whatever the hosts allow
 CONVERTERS = max(1, os.cpu_count() or 1)  # processes converting a crawl's pages to Markdown
 BROWSERS = 2  # Chromiums a crawl starts for its pages that need one (render browser, or auto and a JS shell)
+TAB_PAGES = 50  # pages each of them reads in one tab, one after the other, before a fresh one (fetch.py _page_tab)
 SAVE_SECONDS = 1.0  # the frontier is written at most this often while pages finish
 # ... and at most this share of the crawl's time goes to writing it: a frontier of many thousand URLs takes tens of
 # milliseconds to write, which is then done less often (a crawl taken over re-reads the links of the pages finished
@@ -377,7 +380,11 @@ class Crawl:
         # Each its own Chromium, started when a page first needs one (render browser, or auto and a JS shell).
         lanes = [
             BrowserThread(
-                settings.BROWSER_EXECUTABLE, settings.BROWSER_ARGS, settings.BROWSER_SANDBOX, max_waiting=MAX_IN_FLIGHT
+                settings.BROWSER_EXECUTABLE,
+                settings.BROWSER_ARGS,
+                settings.BROWSER_SANDBOX,
+                max_waiting=MAX_IN_FLIGHT,
+                tab_pages=TAB_PAGES,
             )
             for _ in range(min(BROWSERS, self.options["perHostConcurrency"]))
         ]

@@ -1,4 +1,5 @@
-"""One Chromium per process, reused across runs; a fresh context per run."""
+"""One Chromium per process, reused across runs; a fresh context per run (a crawl's lanes keep one tab for a run of
+pages: Browser.tab_pages)."""
 
 from __future__ import annotations
 
@@ -101,7 +102,10 @@ def sandbox_state(mode: str = "auto") -> tuple[bool, str]:
 
 
 class Browser:
-    """A Chromium started lazily on first use and restarted if it crashed."""
+    """A Chromium started lazily on first use and restarted if it crashed.
+
+    tab_pages: how many pages, one after the other, a page load may read in the same tab (runs/engine/fetch.py
+    kept_tab); 1, the default, gives every run a fresh context. A crawl's lanes keep theirs for a run of pages."""
 
     def __init__(
         self,
@@ -110,6 +114,7 @@ class Browser:
         *,
         headless: bool = True,
         sandbox: str = "auto",
+        tab_pages: int = 1,
     ):
         self._executable = executable
         self._extra_args = tuple(extra_args)
@@ -117,6 +122,8 @@ class Browser:
         self._sandbox = sandbox
         self._playwright: Playwright | None = None
         self._browser: PlaywrightBrowser | None = None
+        self.tab_pages = tab_pages
+        self.kept_tab: object | None = None  # the tab kept between pages, fetch.py's alone
 
     def launched(self) -> PlaywrightBrowser:
         """The Playwright browser itself (started if needed), for callers that drive pages directly (tests)."""
@@ -127,6 +134,7 @@ class Browser:
             return self._browser
         if self._browser is not None:
             telemetry.report("browser_crashed")
+        self.kept_tab = None
         sandboxed, why = sandbox_state(self._sandbox)
         if self._sandbox == "on" and not sandboxed:
             raise EngineError("browser_sandbox", f"BROWSER_SANDBOX=on, but the sandbox is {why}.")
@@ -158,6 +166,7 @@ class Browser:
 
     def close(self) -> None:
         # Either may already be gone (crashed browser, driver killed with its parent).
+        self.kept_tab = None
         if self._browser is not None:
             with contextlib.suppress(Exception):
                 self._browser.close()
@@ -185,8 +194,9 @@ class BrowserThread:
         sandbox: str = "auto",
         *,
         max_waiting: int = SYNC_MAX_WAITING,
+        tab_pages: int = 1,
     ):
-        self.browser = Browser(executable, extra_args, sandbox=sandbox)
+        self.browser = Browser(executable, extra_args, sandbox=sandbox, tab_pages=tab_pages)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="browser")
         self.max_waiting = max_waiting
         self._waiting = 0

@@ -376,6 +376,13 @@ class Tab:
         tabs.append(cls(context.new_page(), bound=True))
         return tabs[0]
 
+    def reset(self) -> None:
+        """Forget the document read before: the tab is about to load another page (a crawl lane's kept tab)."""
+        self.response = None
+        self.navigations = 0
+        self.failed_navigation = ""
+        self.left = None
+
     def _on_leaving(self, source: dict, document: dict) -> None:
         if source["page"] == self.page and source["frame"].parent_frame is None:
             self.left = (document, self.response)

@@ -262,23 +262,36 @@ def browser_round(site: Site, pages: int, work: Path, port: int) -> dict:
     """render=browser on `pages` pages (2 per host: the crawl's two Chromiums) against the plain Playwright script of
     tests.bench.fetch_throughput (issue 12: per page a fresh context, goto, a screenshot, content) loading the same
     pages two at a time, its Chromiums started and the URLs in hand before its clock starts; the crawl's clock
-    includes starting its Chromiums and finding the pages. Plain first, then the crawl, then plain again: the ratio
-    is taken against the mean of the two plain rounds."""
+    includes starting its Chromiums and finding the pages. The crawl first (it finds the URLs), then the plain script
+    twice: the ratio is taken against the mean of its two rounds.
+
+    The crawl reads each lane's pages one after the other in one tab (runs/engine/fetch.py _page_tab); so the same
+    plain script in that way (one tab per process: goto, screenshot, content) is measured too, in rounds alternating
+    with the first, and the crawl's ratio to it reported beside."""
     ours = service_round(site, pages, 2, work, port, render="browser")
     urls = [url for url in ours["urls"] if url.startswith(site.origin)][:pages]
-    plain = PlainScript(2)
+    fresh, one_tab = PlainScript(2), PlainScript(2, one_tab=True)
     try:
-        before, _, _ = plain.run(urls)
-        after, _, failures = plain.run(urls)
+        rates = {"fresh": [], "one tab": []}
+        failures = 0
+        for _ in range(2):
+            for name, plain in (("fresh", fresh), ("one tab", one_tab)):
+                rate, _, failed = plain.run(urls)
+                rates[name].append(rate)
+                failures += len(failed)
     finally:
-        plain.close()
-    plain_rate = (before + after) / 2
+        fresh.close()
+        one_tab.close()
+    plain_rate = sum(rates["fresh"]) / 2
+    one_tab_rate = sum(rates["one tab"]) / 2
     service_rate = ours["pages"] / ours["seconds"]
     return {
         "plain pages/s": plain_rate,
         "service pages/s": service_rate,
         "ratio": service_rate / plain_rate,
-        "plain failures": len(failures),
+        "plain one-tab pages/s": one_tab_rate,
+        "ratio to one-tab": service_rate / one_tab_rate,
+        "plain failures": failures,
         "service pages": ours["pages"],
     }
 
@@ -354,6 +367,8 @@ def figures(full: bool = False) -> Result:
             "render=browser: plain Playwright pages/s": measured["browser"]["plain pages/s"],
             "render=browser: service pages/s": measured["browser"]["service pages/s"],
             "render=browser: service/plain": measured["browser"]["ratio"],
+            "render=browser: plain Playwright in one tab pages/s": measured["browser"]["plain one-tab pages/s"],
+            "render=browser: service/plain in one tab": measured["browser"]["ratio to one-tab"],
         },
     )
 

@@ -107,8 +107,11 @@ class DatasetSite:
         return [f"http://127.0.0.1:{self.port}/{n}.html" for n in range(len(self.pages))]
 
 
-def _plain_worker(jobs: multiprocessing.Queue, results: multiprocessing.Queue, start: multiprocessing.Barrier) -> None:
-    """A user's script, kept alive between rounds: Playwright and Chromium start once, before any clock."""
+def _plain_worker(
+    jobs: multiprocessing.Queue, results: multiprocessing.Queue, start: multiprocessing.Barrier, one_tab: bool
+) -> None:
+    """A user's script, kept alive between rounds: Playwright and Chromium start once, before any clock. one_tab: the
+    script's pages one after the other in one tab (goto, screenshot, content), not each in a fresh context."""
     from playwright.sync_api import sync_playwright
 
     from runs.engine.browser import LAUNCH_ARGS, VIEWPORT, find_system_executable
@@ -119,19 +122,23 @@ def _plain_worker(jobs: multiprocessing.Queue, results: multiprocessing.Queue, s
             times: dict[str, float] = {}
             failures: dict[str, str] = {}
             start.wait()
+            tab = browser.new_context(viewport=VIEWPORT).new_page() if one_tab else None
             for url in urls:
                 began = time.perf_counter()
-                context = browser.new_context(viewport=VIEWPORT)
+                context = tab.context if tab is not None else browser.new_context(viewport=VIEWPORT)
                 try:
-                    page = context.new_page()
+                    page = tab or context.new_page()
                     page.goto(url, wait_until="load", timeout=PAGE_TIMEOUT_MS)
                     page.screenshot(type="jpeg", quality=60)
                     page.content()
                 except Exception as error:  # the page failed for the plain script: count it, go on
                     failures[url] = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
                 finally:
-                    context.close()
+                    if tab is None:
+                        context.close()
                 times[url] = time.perf_counter() - began
+            if tab is not None:
+                tab.context.close()
             results.put((times, failures))
         browser.close()
 
@@ -139,14 +146,14 @@ def _plain_worker(jobs: multiprocessing.Queue, results: multiprocessing.Queue, s
 class PlainScript:
     """WORKERS long-lived processes, each with its own Chromium, released together by a barrier for each round."""
 
-    def __init__(self, concurrency: int = WORKERS):
+    def __init__(self, concurrency: int = WORKERS, *, one_tab: bool = False):
         spawn = multiprocessing.get_context("spawn")
         self.concurrency = concurrency
         self.start = spawn.Barrier(concurrency + 1)
         self.results = spawn.Queue()
         self.jobs = [spawn.Queue() for _ in range(concurrency)]
         self.processes = [
-            spawn.Process(target=_plain_worker, args=(jobs, self.results, self.start), daemon=True)
+            spawn.Process(target=_plain_worker, args=(jobs, self.results, self.start, one_tab), daemon=True)
             for jobs in self.jobs
         ]
         for process in self.processes:

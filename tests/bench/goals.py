@@ -116,6 +116,8 @@ GOALS: dict[str, dict[str, Goal | None]] = {
         "render=browser: plain Playwright pages/s": None,
         "render=browser: service pages/s": None,
         "render=browser: service/plain": at_least(0.9, "issue 24"),
+        "render=browser: plain Playwright in one tab pages/s": None,
+        "render=browser: service/plain in one tab": None,
     },
     "queue_pickup": {
         "pickup p50 ms": at_most(100, "issue 2"),
