@@ -92,7 +92,11 @@ def _page_tab(browser: Browser, spec: FetchSpec) -> Iterator[Tab]:
         kept = None
     if kept is None:
         context = browser.new_context(storage_state_path=spec.storage_state_path, network=spec.network)
-        kept = _KeptTab(key, Tab.open(context))
+        try:
+            kept = _KeptTab(key, Tab.open(context))
+        except BaseException:
+            context.close()
+            raise
     else:
         kept.tab.reset()
     tab = kept.tab

@@ -90,6 +90,16 @@ class CrawlSite(PageServer):
         if parts.path.startswith("/slow/"):
             time.sleep(0.4)
             return self.page(f"Slow {parts.path.rsplit('/', 1)[1]}", [])
+        if parts.path == "/session":  # sets a cookie, links to a page that shows the cookies its browser holds
+            status, kind, body = self.page("Session", ["/session/show"])
+            return status, kind, body, {"Set-Cookie": "visited=yes; Path=/"}
+        if parts.path == "/session/show":
+            script = (
+                "document.getElementById('c').textContent = 'The browser that reads this page holds the cookies ['"
+                " + document.cookie + '], which is what this sentence of the crawl site reports.';"
+            )
+            status, kind, body = self.page("Show", [])
+            return status, kind, body.replace("</body>", f"<p id='c'></p><script>{script}</script></body>")
         if parts.path == "/calendar":
             month = int(parse_qs(parts.query)["month"][0])
             return self.page(f"Month {month}", [f"/calendar?month={month + 1}"])
@@ -311,6 +321,16 @@ def test_render_browser_gives_every_page_a_screenshot(service, crawl_site):
         assert detail["result"]["render"] == "browser"
         shot = detail["steps"][0]["screenshot"]
         assert shot and service.get(shot).headers["Content-Type"].startswith("image/")
+
+
+def test_a_browser_crawl_reads_its_pages_in_one_browser_session(service, crawl_site):
+    """README, Crawls: each of a crawl's Chromiums reads its pages one after the other in one tab (cookies carry from
+    page to page). One per host at a time: one Chromium."""
+    run, pages = crawl(service, crawl_site.base + "/session", sitemap="off", render="browser", perHostConcurrency=1)
+    assert run["status"] == "succeeded", run
+    show = next(page for page in pages if page["url"].endswith("/session/show"))
+    markdown = service.get(f"/api/runs/{show['id']}").json()["result"]["markdown"]
+    assert "holds the cookies [visited=yes]" in markdown
 
 
 def test_a_page_answering_429_backs_its_host_off_for_retry_after_and_is_tried_again(service, crawl_site):
