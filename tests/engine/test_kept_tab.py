@@ -40,6 +40,9 @@ class Site(PageServer):
                 "text/html",
                 f"<title>opener</title><h1>A page that opens a window</h1><script>{script}</script>",
             )
+        if page == "/stay":  # asks to be kept (a beforeunload handler that says no)
+            script = "addEventListener('beforeunload', (e) => { e.preventDefault(); e.returnValue = 'no'; });"
+            return 200, "text/html", f"<title>stay</title><h1>Please stay</h1><script>{script}</script>"
         if page == "/hop":  # leaves itself for /show?hopped while it loads
             return 200, "text/html", "<title>hop</title><script>location.replace('/show?hopped')</script>"
         return 404, "text/plain", "not here"
@@ -103,6 +106,14 @@ def test_nothing_of_a_page_runs_on_once_it_was_read_nor_of_the_windows_it_opened
         time.sleep(1)  # the page asks every 30 ms while it runs
         assert site.hits["/ping"] == pings, path
     assert keeping.kept_tab is not None  # the tab was kept all along
+
+
+def test_a_page_that_asks_to_be_kept_is_left_all_the_same(site, keeping):
+    read(keeping, site.url("/set"))
+    assert read(keeping, site.url("/stay")).title == "stay"
+    after = read(keeping, site.url("/show?after"))
+    # Its own page, in the same tab: the tab left /stay for about:blank (else it would have been made anew)
+    assert after.title == "after" and "cookies: [seen=yes]" in after.markdown
 
 
 def test_after_a_failed_page_the_next_one_gets_a_fresh_tab(site, keeping):
