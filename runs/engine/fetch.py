@@ -105,10 +105,12 @@ def _page_tab(browser: Browser, spec: FetchSpec) -> Iterator[Tab]:
         kept.served += 1
         if kept.served < browser.tab_pages:
             try:
-                for other in tab.page.context.pages:  # popups the page opened
+                tab.page.goto("about:blank", timeout=BLANK_MS)
+                # Then the popups the page opened: after the page was left, none can come that Playwright has not
+                # begun to hear of (one it reports later is closed when the tab is made anew).
+                for other in tab.page.context.pages:
                     if other != tab.page:
                         other.close()
-                tab.page.goto("about:blank", timeout=BLANK_MS)
                 browser.kept_tab = kept
             except PlaywrightError as error:
                 log.info("a kept tab is made anew: %s", (str(error).strip().splitlines() or [""])[0])
