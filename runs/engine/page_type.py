@@ -71,6 +71,17 @@ _SKIPPED_TEXT = etree.XPath(
 )
 _LINK_TEXT = etree.XPath("descendant-or-self::a/node()[1][self::text()]", smart_strings=False)
 _PARAGRAPHS = etree.XPath("descendant-or-self::p")
+# Teasers of a listing are headings that are links; an article's headings are not.
+_HEADINGS = etree.XPath("count(descendant-or-self::*[self::h2 or self::h3 or self::h4])")
+_LINKED_HEADINGS = etree.XPath(
+    "count(descendant-or-self::*[self::h2 or self::h3 or self::h4][descendant::a or ancestor::a])"
+)
+_PUBLISHED = etree.XPath(
+    "boolean(descendant-or-self::meta[@property = 'article:published_time' or @property = 'og:article:published_time'"
+    " or @name = 'date'] | descendant-or-self::*[@itemprop = 'datePublished'])"
+)
+_BUTTONS = etree.XPath("count(descendant-or-self::button | descendant-or-self::*[@role = 'button'])")
+_CLASSED = etree.XPath("descendant-or-self::*[@class]")
 
 
 _WORD_RUN = re.compile(r"\w+")
@@ -106,6 +117,15 @@ def _jsonld_types(source: str) -> set[str]:
             continue
         types.update(str(name).lower() for name in (named if isinstance(named, list) else [named]))
     return types
+
+
+def _most_repeated(tree) -> int:
+    """The largest number of siblings that share their tag and class: the cards of a listing or a collection, the
+    posts of a thread."""
+    siblings: Counter = Counter()
+    for element in _CLASSED(tree):
+        siblings[(element.getparent(), element.tag, element.get("class"))] += 1
+    return max(siblings.values(), default=0)
 
 
 def features(page_html: str | None = None, url: str | None = None, *, tree=None) -> dict[str, float]:
@@ -158,6 +178,17 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
     found["text"] = math.log1p(len(body_text)) / 12
     found["link_density"] = link_chars / text_chars if text_chars else 0.0
     found["paragraph_share"] = min(1.0, paragraph_chars / text_chars) if text_chars else 0.0
+    headings = _HEADINGS(tree)
+    linked = _LINKED_HEADINGS(tree)
+    found["n_linked_heading"] = math.log1p(linked)
+    found["linked_heading_share"] = linked / headings if headings else 0.0
+    found["published"] = (
+        1.0 if _PUBLISHED(tree) or '"datePublished"' in " ".join(script.text or "" for script in _JSONLD(tree)) else 0.0
+    )
+    found["n_button"] = math.log1p(_BUTTONS(tree))
+    found["repeated"] = math.log1p(_most_repeated(tree))
+    paragraphs = _TAG_COUNTS["p"](tree)
+    found["paragraph_length"] = math.log1p(paragraph_chars / paragraphs) / 8 if paragraphs else 0.0
     found["bias"] = 1.0
     return found
 
