@@ -48,6 +48,7 @@ _BOILERPLATE = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"\w+")
+HEADED_SHARE = 0.65  # of the main region's words that the part its h1 heads must hold (main_region)
 
 
 @dataclass(frozen=True)
@@ -203,7 +204,8 @@ def main_region(tree):
     those holding a tenth of the page's text or more: a <main> that is a slide-out panel is not the page), else the
     body; without the elements that are not content. An element that holds half of the region's text or more is kept
     whatever its tag or name says (a listing inside a <form>, an age-gated page's hidden wrapper, a header round the
-    whole page); navigation and asides never are."""
+    whole page); navigation and asides never are. Of what is left, the part that the page's <h1> heads
+    (_around_heading)."""
     body = tree.find("body")
     top = body if body is not None else tree
     mains = [(_text_length(element), element) for element in tree.xpath("//main|//*[@role='main']")]
@@ -227,7 +229,21 @@ def main_region(tree):
         named = " ".join(filter(None, (element.get("class"), element.get("id"), element.get("role"))))
         if (_hidden(element) or (named and _BOILERPLATE.search(named))) and len(element.text_content()) < total / 2:
             element.drop_tree()
-    return root
+    return _around_heading(root)
+
+
+def _around_heading(root):
+    """The part of root that its first <h1> heads: the h1's smallest ancestor that holds HEADED_SHARE of root's
+    words. What comes before the page's title and after its section (a teaser strip, a footer that is not named as
+    one) is left out; root itself when it has no h1."""
+    heading = next((h1 for h1 in root.iter("h1") if h1.text_content().strip()), None)
+    if heading is None:
+        return root
+    enough = HEADED_SHARE * _words(root.text_content())
+    part = heading
+    while part is not root and _words(part.text_content()) < enough:
+        part = part.getparent()
+    return part
 
 
 def _extracted_html(tree, url: str | None, strategy: Strategy) -> str | None:

@@ -120,6 +120,27 @@ def test_the_main_region_keeps_a_form_that_holds_the_content_and_drops_a_small_o
     assert "newsletter" not in text and "home" not in text and "free shipping" not in text
 
 
+_ARTICLE_BODY = " ".join(f"<p>Paragraph {n} of the review, on the chair's mesh back and arms.</p>" for n in range(8))
+
+
+def test_the_main_region_is_the_part_its_title_heads():
+    page = f"""<html><body>
+    <div><p>Spring sale: twenty percent off every chair this week only</p></div>
+    <div><div><h1>Ergo mesh chair, reviewed</h1>{_ARTICLE_BODY}</div>
+      <div><h3>You may also like</h3><p>Task chair</p><p>Gaming chair</p></div></div>
+    <div><p>Our company: about us, careers, press and investors</p></div></body></html>"""
+    text = region_words(page)
+    assert "ergo mesh chair reviewed" in text and "paragraph 7 of the review" in text
+    assert "spring sale" not in text and "you may also like" not in text and "careers" not in text
+
+
+def test_an_h1_that_heads_little_of_the_page_does_not_cut_it():
+    page = f"""<html><body><div><h1>Chairs Inc.</h1></div>
+    <div><h2>Ergo mesh chair, reviewed</h2>{_ARTICLE_BODY}</div></body></html>"""
+    text = region_words(page)
+    assert "chairs inc" in text and "paragraph 0 of the review" in text and "paragraph 7 of the review" in text
+
+
 def test_a_code_blocks_blank_lines_are_kept_and_the_layouts_are_not():
     page = """<html><body><h1>Setup</h1><div><p>Run this:</p></div>\n\n\n\n<div></div>
     <pre><code><span class="k">def</span> main():\n    load()\n\n\n    <span class="k">return</span> 0\n</code></pre>
