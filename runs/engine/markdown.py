@@ -8,6 +8,7 @@ Main content depends on what kind of page it is (runs/engine/page_type.py). Two 
   hidden elements and blocks named as boilerplate (menus, filters, breadcrumbs, cookie banners, newsletter boxes...).
   This keeps what trafilatura drops on pages made of many small blocks: the cards of a listing or a collection,
   every section of a service page, every reply of a forum thread (trafilatura often keeps the first post only).
+On a forum thread, a post that a reply quotes in full (or a thread rendered twice) is given once (without_repeats).
 STRATEGIES says, per type, how trafilatura is run (favouring recall or not; with its fallback extractors, readability
 and jusText, or without: `fast`) and how short its text may be against the main region's before the region is taken
 instead (0: never). Tuned on half of the WCXB development split, reported on the other half
@@ -48,6 +49,8 @@ _BOILERPLATE = re.compile(
     re.IGNORECASE,
 )
 _WORD = re.compile(r"\w+")
+_LINK_TARGET = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_ONCE_WORDS = 5  # a repeated line shorter than this ("Thanks!", "+1 same here") is kept (without_repeats)
 HEADED_SHARE = 0.65  # of the main region's words that the part its h1 heads must hold (main_region)
 
 
@@ -56,13 +59,14 @@ class Strategy:
     recall: bool  # trafilatura favours recall
     fast: bool  # trafilatura without its fallback extractors
     shortest: float  # how short its text may be against the main region's before the region is taken (0: never)
+    once: bool = False  # a paragraph given word for word again is left out (without_repeats)
 
 
 STRATEGIES = {
     "article": Strategy(recall=False, fast=False, shortest=0.0),
     "collection": Strategy(recall=False, fast=True, shortest=0.7),
     "documentation": Strategy(recall=True, fast=True, shortest=0.6),
-    "forum": Strategy(recall=False, fast=False, shortest=0.5),
+    "forum": Strategy(recall=False, fast=False, shortest=0.5, once=True),
     "listing": Strategy(recall=False, fast=True, shortest=0.9),
     "product": Strategy(recall=False, fast=False, shortest=0.2),
     "service": Strategy(recall=False, fast=True, shortest=0.8),
@@ -281,6 +285,25 @@ def _words(text: str) -> int:
     return len(_WORD.findall(text))
 
 
+def without_repeats(markdown: str) -> str:
+    """markdown with each line of _ONCE_WORDS words or more given once, by its words (a quote's ">" marks, a list's
+    "-", emphasis and link targets aside): a reply that quotes an earlier post, a thread rendered twice (threaded and
+    flat) repeat posts word for word. Code blocks are kept whole."""
+    seen: set[tuple[str, ...]] = set()
+    parts = _FENCED.split(markdown)
+    for index in range(0, len(parts), 2):
+        kept = []
+        for line in parts[index].split("\n"):
+            words = tuple(word.lower() for word in _WORD.findall(_LINK_TARGET.sub(r"\1", line)))
+            if len(words) >= _ONCE_WORDS:
+                if words in seen:
+                    continue
+                seen.add(words)
+            kept.append(line)
+        parts[index] = "\n".join(kept)
+    return _BLANK_LINES.sub("\n\n", "".join(parts))
+
+
 def main_content(page_html: str, url: str | None = None) -> Converted:
     """The main content as Markdown and the page's type; the whole page when nothing is found."""
     tree = parse(page_html)
@@ -290,16 +313,23 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     if url:  # before trafilatura, which resolves a relative link against the site's root, not the page
         _absolute_links(tree, base_url(tree, url))
     strategy = STRATEGIES[kind]
+    markdown = _chosen(tree, url, strategy)
+    if not markdown.strip():
+        markdown = whole_page_markdown(page_html, url)
+    return Converted(without_repeats(markdown) if strategy.once else markdown, kind)
+
+
+def _chosen(tree, url: str | None, strategy: Strategy) -> str:
+    """Of trafilatura's extraction and the main region, the one strategy says, as Markdown."""
     fragment = _extracted_html(tree, url, strategy)
     extracted_tree = _fragment_tree(fragment) if fragment else None
     extracted = _words("".join(extracted_tree.itertext())) if extracted_tree is not None else 0
     if extracted and not strategy.shortest:
-        return Converted(_convert(extracted_tree), kind)
+        return _convert(extracted_tree)
     region = main_region(tree)
     if extracted and extracted >= strategy.shortest * _words(region.text_content()):
-        return Converted(_convert(extracted_tree), kind)
-    markdown = _convert(region)
-    return Converted(markdown if markdown.strip() else whole_page_markdown(page_html, url), kind)
+        return _convert(extracted_tree)
+    return _convert(region)
 
 
 def convert(page_html: str, *, main_content_only: bool, url: str | None = None) -> Converted:
