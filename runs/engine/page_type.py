@@ -21,7 +21,7 @@ from lxml import etree
 from runs.engine.html_tree import parse
 from runs.engine.page_type_weights import BIAS, TYPES, WEIGHTS
 
-__all__ = ["TYPES", "features", "page_type", "scores"]
+__all__ = ["TYPES", "features", "likeliest", "page_type", "scores"]
 
 _SKIPPED = {"script", "style", "noscript", "template", "svg", "head"}
 _JSONLD_TYPE = re.compile(r'"@type"\s*:\s*(\[[^\]]*\]|"[^"]*")')
@@ -205,6 +205,12 @@ def scores(found: dict[str, float]) -> dict[str, float]:
     return {kind: value / total for kind, value in exp.items()}
 
 
-def page_type(page_html: str | None = None, url: str | None = None, *, tree=None) -> str:
+def likeliest(page_html: str | None = None, url: str | None = None, *, tree=None) -> tuple[str, float]:
+    """The page's likeliest type and its probability."""
     probabilities = scores(features(page_html, url, tree=tree))
-    return max(probabilities, key=probabilities.get)
+    kind = max(probabilities, key=probabilities.get)
+    return kind, probabilities[kind]
+
+
+def page_type(page_html: str | None = None, url: str | None = None, *, tree=None) -> str:
+    return likeliest(page_html, url, tree=tree)[0]

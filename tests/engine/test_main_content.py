@@ -19,7 +19,7 @@ import pytest
 from lxml import html as lxml_html
 
 from runs.engine.markdown import convert, main_content, main_region, without_repeats
-from runs.engine.page_type import page_type
+from runs.engine.page_type import likeliest, page_type
 from tests.bench.markdown_quality import plain_text
 from tests.datasets import DATASETS
 
@@ -131,6 +131,16 @@ def test_a_closed_accordion_hidden_from_screen_readers_is_still_content():
     guide = words("Recreational: An economical choice with impact protection")
     assert guide in words(truth["ground_truth"]["main_content"])
     assert guide in text
+
+
+@pytest.mark.parametrize("page_id", ["0205", "4296"])  # a news site's rental listing; a shop's sneaker collection
+def test_a_page_that_is_an_article_by_less_than_even_odds_keeps_what_trafilatura_drops(page_id):
+    html, truth = dev_page(page_id)
+    kind, probability = likeliest(html, truth["url"])
+    assert kind == "article" and probability < 0.5
+    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    assert all(words(snippet) in text for snippet in truth["ground_truth"]["with"])
+    assert not any(words(snippet) in text for snippet in truth["ground_truth"]["without"])
 
 
 def test_a_forum_thread_gives_a_quoted_post_once():
