@@ -38,7 +38,7 @@ from runs.engine.navigation import (
 )
 from runs.engine.netguard import REFUSED_HEADER, network_guard
 from runs.engine.secrets import FillRefused, Secrets
-from runs.engine.spec import Credential, EngineError, FetchSpec, PageCopy, Recorder, checked_url
+from runs.engine.spec import Credential, EngineError, FetchSpec, PageCopy, Recorder, checked_url, first_line
 
 log = logging.getLogger(__name__)
 
@@ -394,8 +394,7 @@ def run_agent(spec: AgentSpec, recorder: Recorder, browser: Browser, model: Mode
                 observation = f"The action failed: {error}\n\n{_observe(page, secrets)}"
             except PlaywrightError as error:
                 popups.close()
-                first_line = str(error).strip().splitlines()[0] if str(error).strip() else "unknown error"
-                reason = secrets.scrub(_refusal_reason(spec, started, error) or first_line)
+                reason = secrets.scrub(_refusal_reason(spec, started, error) or first_line(error, "unknown error"))
                 outcome = f"error: {reason}"
                 observation = f"The action failed: {reason}\n\n{_observe(page, secrets)}"
             described = secrets.scrub(_describe(name or "(no tool call)", arguments))

@@ -30,7 +30,16 @@ from runs.engine.navigation import (
     navigation_error,
 )
 from runs.engine.netguard import REFUSED_HEADER, network_guard
-from runs.engine.spec import EngineError, FetchResult, FetchSpec, LoadedPage, PageCopy, Recorder, checked_url
+from runs.engine.spec import (
+    EngineError,
+    FetchResult,
+    FetchSpec,
+    LoadedPage,
+    PageCopy,
+    Recorder,
+    checked_url,
+    first_line,
+)
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +122,7 @@ def _page_tab(browser: Browser, spec: FetchSpec) -> Iterator[Tab]:
                         other.close()
                 browser.kept_tab = kept
             except PlaywrightError as error:
-                log.info("a kept tab is made anew: %s", (str(error).strip().splitlines() or [""])[0])
+                log.info("a kept tab is made anew: %s", first_line(error))
     finally:
         if browser.kept_tab is not kept:
             tab.page.context.close()

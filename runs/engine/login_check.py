@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from playwright.sync_api import Error as PlaywrightError
 
 from runs.engine.browser import Browser
+from runs.engine.spec import first_line
 
 LOGIN_URL = re.compile(r"(log-?in|sign-?in|auth|account/login|session/new)", re.IGNORECASE)
 
@@ -28,8 +29,7 @@ def check_login(browser: Browser, url: str, *, storage_state_path: str | None, t
         try:
             response = page.goto(url, wait_until="load", timeout=timeout_ms)
         except PlaywrightError as error:
-            first_line = str(error).strip().splitlines()[0]
-            return LoginCheck(url, url, None, True, f"the page could not be loaded: {first_line}")
+            return LoginCheck(url, url, None, True, f"the page could not be loaded: {first_line(error)}")
         final_url = page.url
         status = response.status if response else None
         if final_url != url and LOGIN_URL.search(final_url):

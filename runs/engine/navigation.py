@@ -32,7 +32,7 @@ from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from runs.engine.netguard import REFUSED_HEADER
-from runs.engine.spec import EngineError
+from runs.engine.spec import EngineError, first_line
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +243,7 @@ def navigation_error(error: PlaywrightError) -> EngineError:
     net_error = _NET_ERROR_NAME.search(text)
     if net_error:
         return EngineError("navigation_error", f"The page could not be loaded (the browser reported {net_error[1]}).")
-    log.warning("navigation failed: %s", text.strip().splitlines()[0] if text.strip() else "no message")
+    log.warning("navigation failed: %s", first_line(text))
     return EngineError("navigation_error", "The browser could not load the page.")
 
 
@@ -276,7 +276,7 @@ def capture_screenshot(page: Page, **options) -> bytes | None:
             type="jpeg", quality=60, timeout=SCREENSHOT_MS, animations="allow", caret="initial", **options
         )
     except PlaywrightError as error:
-        log.warning("no screenshot: %s", str(error).strip().splitlines()[0] if str(error).strip() else "no message")
+        log.warning("no screenshot: %s", first_line(error))
         return None
 
 
@@ -516,7 +516,7 @@ class Tab:
             kind = again.headers.get("content-type", "")
             return again.text() if again.ok and ("html" in kind or not kind) else None
         except PlaywrightError as error:
-            log.info("the document left while parsed could not be read again: %s", str(error).splitlines()[0])
+            log.info("the document left while parsed could not be read again: %s", first_line(error))
             return None
 
     def _next_document(self, seen: int, refresh_s: float | None, deadline: Deadline) -> bool:

@@ -26,6 +26,13 @@ class EngineError(Exception):
         self.details = details or {}
 
 
+def first_line(error: BaseException | str, empty: str = "no message") -> str:
+    """The first line of an error's message: a Playwright error carries its call log after it. empty when there is
+    no message."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else empty
+
+
 @dataclass(frozen=True, repr=False)
 class PageCopy:
     """The page a load read, as it read it (the HTML after the settle wait: what the snapshot saw), for the run's

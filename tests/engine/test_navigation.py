@@ -16,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from playwright.sync_api import Error as PlaywrightError
 
 from runs.engine.agent import AgentSpec, run_agent
 from runs.engine.extract import ExtractSpec, extract
@@ -23,7 +24,7 @@ from runs.engine.fetch import fetch
 from runs.engine.llm import ModelSettings, make_model
 from runs.engine.navigation import HTML_MAX_CHARS, LOAD_GRACE_MS, TITLE_MAX_CHARS, Tab
 from runs.engine.netpolicy import NetworkPolicy
-from runs.engine.spec import FetchOptions, FetchSpec
+from runs.engine.spec import FetchOptions, FetchSpec, first_line
 from tests.engine.recorder import ListRecorder
 from tests.fake_models import FakeOpenAI
 
@@ -393,3 +394,10 @@ def test_a_document_without_its_root_element_is_read_once_the_root_is_there(page
     result = fetch(spec(pages("/root-away")), ListRecorder(), browser)
     assert (result.status, result.title) == (200, "Root away")
     assert ROOT_AWAY_TEXT in result.markdown
+
+
+def test_an_errors_first_line_leaves_its_call_log_out_and_an_empty_message_is_named():
+    error = PlaywrightError("Page.goto: net::ERR_ABORTED at http://127.0.0.1/\nCall log:\n  - navigating to ...")
+    assert first_line(error) == "Page.goto: net::ERR_ABORTED at http://127.0.0.1/"
+    assert first_line(PlaywrightError("")) == "no message"
+    assert first_line("  \n ", "unknown error") == "unknown error"
