@@ -245,13 +245,14 @@ def main_region(tree):
 
 def _around_heading(root):
     """The part of root that its first <h1> heads: the h1's smallest ancestor that holds HEADED_SHARE of root's
-    words. What comes before the page's title and after its section (a teaser strip, a footer that is not named as
-    one) is left out; root itself when it has no h1."""
+    words (the h1 alone never is: a short page's title may hold most of its words). What comes before the page's
+    title and after its section (a teaser strip, a footer that is not named as one) is left out; root itself when it
+    has no h1."""
     heading = next((h1 for h1 in root.iter("h1") if h1.text_content().strip()), None)
     if heading is None:
         return root
     enough = HEADED_SHARE * _words(root.text_content())
-    part = heading
+    part = heading if heading is root else heading.getparent()
     while part is not root and _words(part.text_content()) < enough:
         part = part.getparent()
     return part
@@ -295,20 +296,21 @@ def _words(text: str) -> int:
 def without_repeats(markdown: str) -> str:
     """markdown with each line of _ONCE_WORDS words or more given once, by its words (a quote's ">" marks, a list's
     "-", emphasis and link targets aside): a reply that quotes an earlier post, a thread rendered twice (threaded and
-    flat) repeat posts word for word. Code blocks are kept whole."""
+    flat) repeat posts word for word. Code blocks are kept whole, and so are table rows (a table's header and its
+    rows are not quotes)."""
     seen: set[tuple[str, ...]] = set()
     parts = _FENCED.split(markdown)
     for index in range(0, len(parts), 2):
         kept = []
         for line in parts[index].split("\n"):
             words = tuple(word.lower() for word in _WORD.findall(_LINK_TARGET.sub(r"\1", line)))
-            if len(words) >= _ONCE_WORDS:
+            if len(words) >= _ONCE_WORDS and not line.lstrip().startswith("|"):
                 if words in seen:
                     continue
                 seen.add(words)
             kept.append(line)
-        parts[index] = "\n".join(kept)
-    return _BLANK_LINES.sub("\n\n", "".join(parts))
+        parts[index] = _BLANK_LINES.sub("\n\n", "\n".join(kept))  # a code block's own blank lines are code
+    return "".join(parts)
 
 
 def main_content(page_html: str, url: str | None = None) -> Converted:

@@ -143,7 +143,8 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
     itemtypes = Counter(_ITEMTYPES(tree))
     named = Counter(_names(element) for element in _NAMED(tree))
     schema_types: set[str] = set()
-    for script in _JSONLD(tree):
+    jsonld = _JSONLD(tree)
+    for script in jsonld:
         schema_types.update(_jsonld_types(script.text or ""))
         itemtypes[script.get("itemtype")] -= 1
         named[_names(script)] -= 1
@@ -183,7 +184,7 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
     found["n_linked_heading"] = math.log1p(linked)
     found["linked_heading_share"] = linked / headings if headings else 0.0
     found["published"] = (
-        1.0 if _PUBLISHED(tree) or '"datePublished"' in " ".join(script.text or "" for script in _JSONLD(tree)) else 0.0
+        1.0 if _PUBLISHED(tree) or '"datePublished"' in " ".join(script.text or "" for script in jsonld) else 0.0
     )
     found["n_button"] = math.log1p(_BUTTONS(tree))
     found["repeated"] = math.log1p(_most_repeated(tree))
