@@ -158,7 +158,8 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
     text_chars = sum(len(text.strip()) for text in _OWN_TEXT(tree))
     text_chars -= sum(len(text.strip()) for text in _SKIPPED_TEXT(tree))
     link_chars = sum(len(text.strip()) for text in _LINK_TEXT(tree))
-    paragraph_chars = sum(len(paragraph.text_content()) for paragraph in _PARAGRAPHS(tree))
+    paragraphs = _PARAGRAPHS(tree)
+    paragraph_chars = sum(len(paragraph.text_content()) for paragraph in paragraphs)
     body_text = " ".join(_BODY_TEXT(tree))
     for name, group in _SCHEMA_GROUPS.items():
         found[name] = 1.0 if schema_types & group else 0.0
@@ -188,8 +189,7 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
     )
     found["n_button"] = math.log1p(_BUTTONS(tree))
     found["repeated"] = math.log1p(_most_repeated(tree))
-    paragraphs = _TAG_COUNTS["p"](tree)
-    found["paragraph_length"] = math.log1p(paragraph_chars / paragraphs) / 8 if paragraphs else 0.0
+    found["paragraph_length"] = math.log1p(paragraph_chars / len(paragraphs)) / 8 if paragraphs else 0.0
     found["bias"] = 1.0
     return found
 
