@@ -37,7 +37,8 @@ from runs.engine.html_tree import base_url, parse
 from runs.engine.page_type import likeliest, page_type
 
 _BLANK_LINES = re.compile(r"\n{3,}")
-_FENCED = re.compile(r"(```.*?```)", re.DOTALL)  # markdownify's code blocks
+# markdownify's code blocks: fences on lines of their own (indented in a list item), not a ``` in a paragraph's text
+_FENCED = re.compile(r"(^[ \t]*```[^\n]*\n.*?\n[ \t]*```[ \t]*$)", re.DOTALL | re.MULTILINE)
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe")
 _NOT_CONTENT = ("nav", "header", "footer", "aside", "form", "button", "select", "dialog")
 _ALWAYS_DROPPED = {"nav", "aside"}
@@ -50,6 +51,8 @@ _BOILERPLATE = re.compile(
 )
 _WORD = re.compile(r"\w+")
 _LINK_TARGET = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_QUOTE_BREAK = re.compile(r"\s*>[>\s]*$")  # a quote's blank line, between its paragraphs
+_QUOTED = re.compile(r"\s*>[>\s]*[^>\s]")  # a quote's line of text
 _ONCE_WORDS = 5  # a repeated line shorter than this ("Thanks!", "+1 same here") is kept (without_repeats)
 HEADED_SHARE = 0.65  # of the main region's words that the part its h1 heads must hold (main_region)
 
@@ -309,8 +312,15 @@ def without_repeats(markdown: str) -> str:
                     continue
                 seen.add(words)
             kept.append(line)
+        kept = [line for at, line in enumerate(kept) if not _QUOTE_BREAK.match(line) or _inside_quote(kept, at)]
         parts[index] = _BLANK_LINES.sub("\n\n", "\n".join(kept))  # a code block's own blank lines are code
     return "".join(parts)
+
+
+def _inside_quote(lines: list[str], at: int) -> bool:
+    """Whether the quote's blank line at lines[at] is between two quoted lines of text (not left over from a quoted
+    paragraph without_repeats dropped)."""
+    return 0 < at < len(lines) - 1 and all(_QUOTED.match(lines[at + step]) for step in (-1, 1))
 
 
 def main_content(page_html: str, url: str | None = None) -> Converted:

@@ -171,6 +171,21 @@ def test_without_repeats_keeps_short_lines_and_code_blocks_whole():
     )
 
 
+def test_a_quote_whose_paragraphs_were_all_given_before_leaves_no_empty_quote_behind():
+    markdown = (
+        "The printer stops after the first page every time.\n\nIt shows a spool error on the panel too.\n\n"
+        "> The printer stops after the first page every time.\n>\n> It shows a spool error on the panel too.\n\n"
+        "Same here, on the same model.\n\n"
+        "> The printer stops after the first page every time.\n>\n> Which model do you have exactly?\n>\n"
+        "> Mine is a Model 5 with firmware 2.1 here.\n"
+    )
+    assert without_repeats(markdown) == (
+        "The printer stops after the first page every time.\n\nIt shows a spool error on the panel too.\n\n"
+        "Same here, on the same model.\n\n"
+        "> Which model do you have exactly?\n>\n> Mine is a Model 5 with firmware 2.1 here.\n"
+    )
+
+
 def test_the_main_region_is_the_part_its_title_heads():
     page = f"""<html><body>
     <div><p>Spring sale: twenty percent off every chair this week only</p></div>
@@ -201,6 +216,16 @@ def test_a_code_blocks_blank_lines_are_kept_and_the_layouts_are_not():
     </body></html>"""
     markdown = convert(page, main_content_only=False).markdown
     assert markdown == "# Setup\n\nRun this:\n\n```\ndef main():\n    load()\n\n\n    return 0\n```\n"
+
+
+def test_a_paragraph_that_writes_a_fence_does_not_unpair_the_code_blocks():
+    page = """<html><body><p>Fence code with ``` marks.</p>\n\n\n<div></div>
+    <pre><code>def main():\n    load()\n\n\n    return 0\n</code></pre><div></div>\n\n\n<p>Close it with ``` too.</p>
+    </body></html>"""
+    markdown = convert(page, main_content_only=False).markdown
+    assert markdown == (
+        "Fence code with ``` marks.\n\n```\ndef main():\n    load()\n\n\n    return 0\n```\n\nClose it with ``` too.\n"
+    )
 
 
 def test_the_whole_page_mode_also_says_the_page_type():
