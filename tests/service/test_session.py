@@ -165,12 +165,18 @@ def test_the_event_stream_takes_a_session_from_our_origin_or_a_trusted_one_only(
     assert refused.value.response.status_code == 403
 
 
-def test_failures_just_before_a_minute_boundary_still_hold_sign_ins_after_it(browser_client, monkeypatch):
+def test_failures_just_before_a_minute_boundary_still_hold_sign_ins_after_it(browser_client, monkeypatch, settings):
     """Ten guesses at 11:59:59 are not forgotten at 12:00:01: a burst across a minute boundary is held too."""
     from django.core.cache import cache
 
     from service.kernel import auth
 
+    # A cache directory of its own (the test's data directory): once, in a whole run under load, this test found its
+    # ten failures uncounted; the cause was not found, and the shared directory is the one thing it shares with others.
+    settings.CACHES = {
+        **settings.CACHES,
+        "default": {**settings.CACHES["default"], "LOCATION": str(settings.DATA_DIR / "cache")},
+    }
     cache.clear()
     clock = [(int(time.time()) // 60 + 1) * 60 - 1.0]  # one second before the next minute starts
     monkeypatch.setattr(auth.time, "time", lambda: clock[0])
