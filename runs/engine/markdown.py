@@ -37,8 +37,9 @@ from runs.engine.html_tree import base_url, parse
 from runs.engine.page_type import likeliest, page_type
 
 _BLANK_LINES = re.compile(r"\n{3,}")
-# markdownify's code blocks: fences on lines of their own (indented in a list item), not a ``` in a paragraph's text
-_FENCED = re.compile(r"(^[ \t]*```[^\n]*\n.*?\n[ \t]*```[ \t]*$)", re.DOTALL | re.MULTILINE)
+# markdownify's code blocks: fences on lines of their own (indented in a list item, marked ">" in a quote), not a ```
+# in a paragraph's text
+_FENCED = re.compile(r"(^[ \t>]*```[^\n]*\n.*?\n[ \t>]*```[ \t]*$)", re.DOTALL | re.MULTILINE)
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe")
 _NOT_CONTENT = ("nav", "header", "footer", "aside", "form", "button", "select", "dialog")
 _ALWAYS_DROPPED = {"nav", "aside"}

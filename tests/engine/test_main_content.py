@@ -171,6 +171,13 @@ def test_without_repeats_keeps_short_lines_and_code_blocks_whole():
     )
 
 
+def test_a_quoted_code_block_is_kept_whole_too():
+    log = '> ```\n> Traceback (most recent call last):\n>   File "core.py", line 816, in async_create_task\n'
+    markdown = f"This is part of the log:\n\n{log}> RuntimeError: one\n> Traceback (most recent call last):\n"
+    markdown += '>   File "core.py", line 816, in async_create_task\n> RuntimeError: two\n> ```\n'
+    assert without_repeats(markdown) == markdown
+
+
 def test_a_quote_whose_paragraphs_were_all_given_before_leaves_no_empty_quote_behind():
     markdown = (
         "The printer stops after the first page every time.\n\nIt shows a spool error on the panel too.\n\n"
