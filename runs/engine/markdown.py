@@ -53,7 +53,6 @@ _BOILERPLATE = re.compile(
 _WORD = re.compile(r"\w+")
 _LINK_TARGET = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _QUOTE_BREAK = re.compile(r"\s*>[>\s]*$")  # a quote's blank line, between its paragraphs
-_QUOTED = re.compile(r"\s*>[>\s]*[^>\s]")  # a quote's line of text
 _ONCE_WORDS = 5  # a repeated line shorter than this ("Thanks!", "+1 same here") is kept (without_repeats)
 HEADED_SHARE = 0.65  # of the main region's words that the part its h1 heads must hold (main_region)
 
@@ -305,23 +304,24 @@ def without_repeats(markdown: str) -> str:
     seen: set[tuple[str, ...]] = set()
     parts = _FENCED.split(markdown)
     for index in range(0, len(parts), 2):
-        kept = []
+        kept: list[str] = []
+        dropped_after: set[int] = set()  # i: a line was left out between kept[i] and kept[i + 1]
         for line in parts[index].split("\n"):
             words = tuple(word.lower() for word in _WORD.findall(_LINK_TARGET.sub(r"\1", line)))
             if len(words) >= _ONCE_WORDS and not line.lstrip().startswith("|"):
                 if words in seen:
+                    dropped_after.add(len(kept) - 1)
                     continue
                 seen.add(words)
             kept.append(line)
-        kept = [line for at, line in enumerate(kept) if not _QUOTE_BREAK.match(line) or _inside_quote(kept, at)]
+        # A quote's blank line next to a paragraph left out would be an empty quote, or start one.
+        kept = [
+            line
+            for at, line in enumerate(kept)
+            if not (_QUOTE_BREAK.match(line) and (at - 1 in dropped_after or at in dropped_after))
+        ]
         parts[index] = _BLANK_LINES.sub("\n\n", "\n".join(kept))  # a code block's own blank lines are code
     return "".join(parts)
-
-
-def _inside_quote(lines: list[str], at: int) -> bool:
-    """Whether the quote's blank line at lines[at] is between two quoted lines of text (not left over from a quoted
-    paragraph without_repeats dropped)."""
-    return 0 < at < len(lines) - 1 and all(_QUOTED.match(lines[at + step]) for step in (-1, 1))
 
 
 def main_content(page_html: str, url: str | None = None) -> Converted:

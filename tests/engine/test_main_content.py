@@ -172,9 +172,9 @@ def test_without_repeats_keeps_short_lines_and_code_blocks_whole():
 
 
 def test_a_quoted_code_block_is_kept_whole_too():
-    log = '> ```\n> Traceback (most recent call last):\n>   File "core.py", line 816, in async_create_task\n'
-    markdown = f"This is part of the log:\n\n{log}> RuntimeError: one\n> Traceback (most recent call last):\n"
-    markdown += '>   File "core.py", line 816, in async_create_task\n> RuntimeError: two\n> ```\n'
+    trace = '> Traceback (most recent call last):\n>   File "core.py", line 816, in async_create_task\n'
+    markdown = f"Here it is:\n\n> This is part of the log:\n>\n> ```\n{trace}> RuntimeError: one\n{trace}"
+    markdown += "> RuntimeError: two\n> ```\n"
     assert without_repeats(markdown) == markdown
 
 
