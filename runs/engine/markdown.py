@@ -8,7 +8,9 @@ Main content depends on what kind of page it is (runs/engine/page_type.py). Two 
   hidden elements and blocks named as boilerplate (menus, filters, breadcrumbs, cookie banners, newsletter boxes...).
   This keeps what trafilatura drops on pages made of many small blocks: the cards of a listing or a collection,
   every section of a service page, every reply of a forum thread (trafilatura often keeps the first post only).
-On a forum thread, a post that a reply quotes in full (or a thread rendered twice) is given once (without_repeats).
+Cookie and consent banners are taken out of the page first (on a page whose own text is short, trafilatura took
+OneTrust's policy text for it). On a forum thread, a post that a reply quotes in full (or a thread rendered twice) is
+given once (without_repeats).
 STRATEGIES says, per type, how trafilatura is run (favouring recall or not; with its fallback extractors, readability
 and jusText, or without: `fast`) and how short its text may be against the main region's before the region is taken
 instead (0: never). Tuned on half of the WCXB development split, reported on the other half
@@ -48,6 +50,12 @@ _BOILERPLATE = re.compile(
     r"(?:^|[\s_-])(?:nav|navbar|menu|footer|header|sidebar|side-bar|breadcrumbs?|filters?|facets?|cookie|consent|"
     r"newsletter|social|share|sharing|modal|popup|banner|promo|related|recommend|skip|masthead|subscribe|signup|"
     r"login|search|toolbar|pagination|pager|ads?|advert|sponsor)(?:$|[\s_-])",
+    re.IGNORECASE,
+)
+# A cookie or consent banner (OneTrust's, Cookiebot's, a WordPress plugin's...) by its class or id: never the page's
+# content, yet on a page whose own text is short, trafilatura can take its long policy text for it.
+_CONSENT_BANNER = re.compile(
+    r"(?:^|[\s_-])(?:cookies?|consent|onetrust|ot-sdk|gdpr|cookiebot|truste)(?:$|[\s_-])|^(?:onetrust|cybotcookiebot|cookie)",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"\w+")
@@ -332,6 +340,7 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     kind, probability = likeliest(tree=tree, url=url)
     if url:  # before trafilatura, which resolves a relative link against the site's root, not the page
         _absolute_links(tree, base_url(tree, url))
+    _drop_consent_banners(tree)
     strategy = STRATEGIES[kind]
     if kind == "article" and probability < UNSURE_ARTICLE:
         strategy = UNSURE_ARTICLE_STRATEGY
@@ -339,6 +348,21 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     if not markdown.strip():
         markdown = whole_page_markdown(page_html, url)
     return Converted(without_repeats(markdown) if strategy.once else markdown, kind)
+
+
+def _drop_consent_banners(tree) -> None:
+    """Takes the cookie and consent banners out of tree: the elements _CONSENT_BANNER names that hold less than half of
+    the page's text (a wrapper named for a consent script round the whole page is not one). After the page's type is
+    told, which was learnt with them in."""
+    body = tree.find("body")
+    top = body if body is not None else tree
+    half = len(top.text_content()) / 2
+    for element in list(top.iter()):
+        if not isinstance(element.tag, str) or element.getparent() is None:
+            continue
+        named = " ".join(filter(None, (element.get("class"), element.get("id"))))
+        if named and _CONSENT_BANNER.search(named) and len(element.text_content()) < half:
+            element.drop_tree()
 
 
 def _chosen(tree, url: str | None, strategy: Strategy) -> str:

@@ -87,6 +87,27 @@ def test_a_forum_thread_keeps_every_post():
     assert [snippet for snippet in truth["ground_truth"]["without"] if words(snippet) in text] == []
 
 
+def test_a_cookie_banners_policy_text_is_not_taken_for_a_short_threads_posts():
+    """forum.corsair.com: a thread of two short posts, and OneTrust's consent banner with its long policy text, which
+    trafilatura took for the content."""
+    html, truth = dev_page("0543")
+    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    assert [snippet for snippet in truth["ground_truth"]["with"] if words(snippet) not in text] == []
+    assert words("Privacy Preference Center") not in text
+    assert words("Accept All Cookies") not in text
+
+
+def test_an_element_named_for_consent_that_holds_most_of_the_page_is_kept():
+    story = "<p>The river rose nine feet overnight, and the town council met at dawn to plan the evacuation.</p>" * 3
+    page = (
+        f"<html><body><div class='consent-wrapper'><h1>Flood</h1>{story}</div>"
+        "<div id='cookie-notice'>We use cookies to improve your experience. Accept all cookies?</div></body></html>"
+    )
+    text = words(plain_text(main_content(page).markdown))
+    assert words("the town council met at dawn") in text
+    assert "cookies" not in text
+
+
 def region_words(html: str) -> str:
     region = main_region(lxml_html.fromstring(html))
     return words(plain_text(lxml_html.tostring(region, encoding="unicode")))
