@@ -55,7 +55,7 @@ _BOILERPLATE = re.compile(
 # A cookie or consent banner (OneTrust's, Cookiebot's, a WordPress plugin's...) by its class or id: never the page's
 # content, yet on a page whose own text is short, trafilatura can take its long policy text for it.
 _CONSENT_BANNER = re.compile(
-    r"(?:^|[\s_-])(?:cookies?|consent|onetrust|ot-sdk|gdpr|cookiebot|truste)(?:$|[\s_-])|^(?:onetrust|cybotcookiebot|cookie)",
+    r"(?:^|[\s_-])(?:cookies?|consent|onetrust|ot-sdk|gdpr|cookiebot|truste)(?:$|[\s_-])|(?:^|\s)(?:onetrust|cybotcookiebot|cookie)",
     re.IGNORECASE,
 )
 _WORD = re.compile(r"\w+")
@@ -356,13 +356,18 @@ def _drop_consent_banners(tree) -> None:
     told, which was learnt with them in."""
     body = tree.find("body")
     top = body if body is not None else tree
-    half = len(top.text_content()) / 2
-    for element in list(top.iter()):
-        if not isinstance(element.tag, str) or element.getparent() is None:
-            continue
-        named = " ".join(filter(None, (element.get("class"), element.get("id"))))
-        if named and _CONSENT_BANNER.search(named) and len(element.text_content()) < half:
+    named = [
+        element
+        for element in top.iter(etree.Element)
+        if _CONSENT_BANNER.search(f"{element.get('class') or ''} {element.get('id') or ''}")
+    ]
+    if not named:
+        return
+    half, dropped = len(top.text_content()) / 2, set()
+    for element in named:  # in document order: an element inside a banner taken out went with it
+        if len(element.text_content()) < half and not any(above in dropped for above in element.iterancestors()):
             element.drop_tree()
+            dropped.add(element)
 
 
 def _chosen(tree, url: str | None, strategy: Strategy) -> str:
