@@ -150,10 +150,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Shared by every process of the installation: django-q2 keeps cluster stats here (/api/health reads them), and the
 # sign-in limit counts in it (the API rate limit counts in service/kernel/counters.py, which follows REDIS_URL too).
+# Without Redis, files whose cull deletes the expired entries first (service/kernel/cache.py).
 CACHES = {
     "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
     if REDIS_URL
-    else {"BACKEND": "django.core.cache.backends.filebased.FileBasedCache", "LOCATION": str(DATA_DIR / "cache")}
+    else {"BACKEND": "service.kernel.cache.FileCache", "LOCATION": str(DATA_DIR / "cache")}
 }
 
 if REDIS_URL:

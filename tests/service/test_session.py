@@ -192,6 +192,29 @@ def test_failures_just_before_a_minute_boundary_still_hold_sign_ins_after_it(bro
     cache.clear()
 
 
+def test_failed_sign_ins_outlive_a_cache_filled_with_expired_entries(browser_client, settings):
+    """Without Redis the counters are files of the default cache. Guesses from many addresses leave one expired file
+    per address and minute; a full cache must cull those, not the counters still counting (Django's file cache
+    deleted a random third, live or not, at every cull)."""
+    from django.core.cache import cache
+
+    from service.kernel import auth
+
+    assert settings.CACHES["default"]["BACKEND"] == "service.kernel.cache.FileCache" or settings.REDIS_URL
+    settings.CACHES = {
+        **settings.CACHES,
+        "default": {"BACKEND": "service.kernel.cache.FileCache", "LOCATION": str(settings.DATA_DIR / "cache")},
+    }
+    cache.clear()
+    for n in range(auth.SIGN_IN_FAILURES_PER_ADDRESS):
+        assert sign_in(browser_client, f"guess-{n}").status_code == 401
+    for _ in range(15):  # each round fills the cache and culls: 15 random culls would spare the counter 0.2% of runs
+        for n in range(300):  # Django's default MAX_ENTRIES
+            cache.set(f"sign-in-failures:192.0.2.{n % 250}:{n}", 1, timeout=0)  # written already expired
+    assert sign_in(browser_client, API_KEY).status_code == 429
+    cache.clear()
+
+
 def test_failed_sign_ins_are_limited_per_address_and_the_keys_tried_are_never_logged(browser_client, caplog):
     from django.core.cache import cache
 
