@@ -165,6 +165,20 @@ def test_the_event_stream_takes_a_session_from_our_origin_or_a_trusted_one_only(
     assert refused.value.response.status_code == 403
 
 
+FILE_CACHE = "service.kernel.cache.FileCache"  # the default cache without Redis
+
+
+def own_file_cache(settings) -> None:
+    """The default cache as it is without Redis, in the test's data directory (not the run's shared one), empty."""
+    from django.core.cache import cache
+
+    settings.CACHES = {
+        **settings.CACHES,
+        "default": {"BACKEND": FILE_CACHE, "LOCATION": str(settings.DATA_DIR / "cache")},
+    }
+    cache.clear()
+
+
 def test_failures_just_before_a_minute_boundary_still_hold_sign_ins_after_it(browser_client, monkeypatch, settings):
     """Ten guesses at 11:59:59 are not forgotten at 12:00:01: a burst across a minute boundary is held too."""
     from django.core.cache import cache
@@ -173,14 +187,7 @@ def test_failures_just_before_a_minute_boundary_still_hold_sign_ins_after_it(bro
 
     # A cache directory of its own (the test's data directory): once, in a whole run under load, this test found its
     # ten failures uncounted; the cause was not found, and the shared directory is the one thing it shares with others.
-    settings.CACHES = {
-        **settings.CACHES,
-        "default": {
-            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
-            "LOCATION": str(settings.DATA_DIR / "cache"),
-        },
-    }
-    cache.clear()
+    own_file_cache(settings)
     clock = [(int(time.time()) // 60 + 1) * 60 - 1.0]  # one second before the next minute starts
     monkeypatch.setattr(auth.time, "time", lambda: clock[0])
     for n in range(auth.SIGN_IN_FAILURES_PER_ADDRESS):
@@ -200,12 +207,8 @@ def test_failed_sign_ins_outlive_a_cache_filled_with_expired_entries(browser_cli
 
     from service.kernel import auth
 
-    assert settings.CACHES["default"]["BACKEND"] == "service.kernel.cache.FileCache" or settings.REDIS_URL
-    settings.CACHES = {
-        **settings.CACHES,
-        "default": {"BACKEND": "service.kernel.cache.FileCache", "LOCATION": str(settings.DATA_DIR / "cache")},
-    }
-    cache.clear()
+    assert settings.CACHES["default"]["BACKEND"] == FILE_CACHE or settings.REDIS_URL
+    own_file_cache(settings)
     for n in range(auth.SIGN_IN_FAILURES_PER_ADDRESS):
         assert sign_in(browser_client, f"guess-{n}").status_code == 401
     for _ in range(15):  # each round fills the cache and culls: 15 random culls would spare the counter 0.2% of runs
