@@ -244,14 +244,29 @@ def main_region(tree):
             continue
         if element.tag in _ALWAYS_DROPPED or len(element.text_content()) < total / 2:
             element.drop_tree()
-    total = len(root.text_content())
-    for element in list(root.iter()):
-        if element is root or not isinstance(element.tag, str) or element.getparent() is None:
-            continue
-        named = " ".join(filter(None, (element.get("class"), element.get("id"), element.get("role"))))
-        if (_hidden(element) or (named and _BOILERPLATE.search(named))) and len(element.text_content()) < total / 2:
-            element.drop_tree()
+    _drop_where(root, _boilerplate)
     return _around_heading(root)
+
+
+def _boilerplate(element) -> bool:
+    named = " ".join(filter(None, (element.get("class"), element.get("id"), element.get("role"))))
+    return _hidden(element) or bool(named and _BOILERPLATE.search(named))
+
+
+def _drop_where(root, is_out) -> None:
+    """Takes out of root the elements below it for which is_out holds, save those that hold half of root's text or more
+    (that is the content, whatever it is named: a wrapper round the whole page named for a consent script, a
+    listing inside an element named as filters). In document order: an element inside one taken out went with it.
+    Root's text is measured only when an element is found (most pages have no consent banner)."""
+    half, dropped = None, set()
+    for element in list(root.iter(etree.Element)):
+        if element is root or not is_out(element) or any(above in dropped for above in element.iterancestors()):
+            continue
+        if half is None:
+            half = len(root.text_content()) / 2
+        if len(element.text_content()) < half:
+            element.drop_tree()
+            dropped.add(element)
 
 
 def _around_heading(root):
@@ -351,23 +366,14 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
 
 
 def _drop_consent_banners(tree) -> None:
-    """Takes the cookie and consent banners out of tree: the elements _CONSENT_BANNER names that hold less than half of
-    the page's text (a wrapper named for a consent script round the whole page is not one). After the page's type is
-    told, which was learnt with them in."""
+    """Takes the cookie and consent banners out of tree: the elements _CONSENT_BANNER names by class or id. After the
+    page's type is told, which was learnt with them in."""
     body = tree.find("body")
-    top = body if body is not None else tree
-    named = [
-        element
-        for element in top.iter(etree.Element)
-        if _CONSENT_BANNER.search(f"{element.get('class') or ''} {element.get('id') or ''}")
-    ]
-    if not named:
-        return
-    half, dropped = len(top.text_content()) / 2, set()
-    for element in named:  # in document order: an element inside a banner taken out went with it
-        if len(element.text_content()) < half and not any(above in dropped for above in element.iterancestors()):
-            element.drop_tree()
-            dropped.add(element)
+    _drop_where(body if body is not None else tree, _consent_banner)
+
+
+def _consent_banner(element) -> bool:
+    return bool(_CONSENT_BANNER.search(f"{element.get('class') or ''} {element.get('id') or ''}"))
 
 
 def _chosen(tree, url: str | None, strategy: Strategy) -> str:
