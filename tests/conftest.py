@@ -15,7 +15,7 @@ TEST_BROWSER_ARGS = ("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
 
 
 def pytest_collection_modifyitems(config, items):
-    """In several processes (TEST_WORKERS=2 make test), the tests that start the whole service (the long ones) first,
+    """In several processes (make test runs two), the tests that start the whole service (the long ones) first,
     in their files' order: their files are handed out first and the short ones fill the end, instead of one long file
     running alone at the end while the other process waits. In one process, the files' order."""
     if getattr(config.option, "numprocesses", None):
