@@ -23,7 +23,11 @@ def stun_page(port: int) -> bytes:
 const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{port}'}}]}});
 pc.createDataChannel('x');
 pc.createOffer().then(offer => pc.setLocalDescription(offer))
-  .then(() => {{ document.getElementById('state').textContent = 'gathering'; }});
+  .then(() => {{
+    const state = document.getElementById('state');
+    state.textContent = 'gathering';
+    state.className = 'on';
+  }});
 </script></body></html>""".encode()
 
 
@@ -80,7 +84,9 @@ def site(canary):
 def test_a_page_doing_stun_to_a_private_address_gets_nothing_through(browser, site, canary, guard):
     port = int(site.rsplit(":", 1)[1].strip("/"))
     policy = NetworkPolicy(allowlist=(f"127.0.0.1:{port}",)) if guard == "on" else NetworkPolicy(allow_private=True)
-    spec = FetchSpec(url=site, options=FetchOptions(render="browser", main_content=False), network=policy)
+    # The offer is made after the load event: the fetch waits for it, or on a busy machine it could read "starting".
+    options = FetchOptions(render="browser", main_content=False, wait_for="#state.on")
+    spec = FetchSpec(url=site, options=options, network=policy)
     result = fetch(spec, NullRecorder(), browser)
     assert "gathering" in result.markdown  # the page did start ICE gathering
     context = browser.launched().new_context()
