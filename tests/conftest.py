@@ -36,10 +36,17 @@ def data_dir(settings, tmp_path):
     settings.DATA_DIR = tmp_path
     settings.ALLOW_PRIVATE_NETWORKS = True
     settings.BROWSER_ARGS = TEST_BROWSER_ARGS
-    settings.API_RATE_LIMIT = 0  # in-process tests share one cache; tests/service/test_limits.py sets its own
+    settings.API_RATE_LIMIT = 0  # tests/service/test_limits.py sets its own
+    # The file cache (the default without Redis) in the test's own directory: the run's shared one was cleared by every
+    # test of the other pytest process, failed sign-ins and rate-limit counts included, in the middle of a test.
+    if settings.CACHES["default"]["BACKEND"] == "service.kernel.cache.FileCache":
+        settings.CACHES = {
+            **settings.CACHES,
+            "default": {**settings.CACHES["default"], "LOCATION": str(tmp_path / "cache")},
+        }
     from django.core.cache import cache
 
-    cache.clear()  # nor do failed sign-ins of one test count against another's (they are counted per address)
+    cache.clear()  # with Redis, one cache for every test: failed sign-ins of one must not count against another's
     return tmp_path
 
 
