@@ -36,7 +36,7 @@ def data_dir(settings, tmp_path):
     settings.DATA_DIR = tmp_path
     settings.ALLOW_PRIVATE_NETWORKS = True
     settings.BROWSER_ARGS = TEST_BROWSER_ARGS
-    settings.API_RATE_LIMIT = 0  # tests/service/test_limits.py sets its own
+    settings.API_RATE_LIMIT = 0  # a test makes as many requests as it needs; tests/service/test_limits.py sets its own
     # The file cache (the default without Redis) in the test's own directory: the run's shared one was cleared by every
     # test of the other pytest process, failed sign-ins and rate-limit counts included, in the middle of a test.
     if settings.CACHES["default"]["BACKEND"] == "service.kernel.cache.FileCache":
