@@ -185,8 +185,9 @@ def test_failures_just_before_a_minute_boundary_still_hold_sign_ins_after_it(bro
 
     from service.kernel import auth
 
-    # A cache directory of its own (the test's data directory): once, in a whole run under load, this test found its
-    # ten failures uncounted; the cause was not found, and the shared directory is the one thing it shares with others.
+    # The file cache even when REDIS_URL is set (conftest gives every test its own directory for it). Once, in a whole
+    # run under load, this test found its ten failures uncounted: the shared directory of those days, which the other
+    # pytest process's tests emptied, is the likely cause.
     own_file_cache(settings)
     clock = [(int(time.time()) // 60 + 1) * 60 - 1.0]  # one second before the next minute starts
     monkeypatch.setattr(auth.time, "time", lambda: clock[0])
