@@ -39,7 +39,9 @@ def data_dir(settings, tmp_path):
     settings.API_RATE_LIMIT = 0  # a test makes as many requests as it needs; tests/service/test_limits.py sets its own
     # The file cache (the default without Redis) in the test's own directory: the run's shared one was cleared by every
     # test of the other pytest process, failed sign-ins and rate-limit counts included, in the middle of a test.
-    if settings.CACHES["default"]["BACKEND"] == "service.kernel.cache.FileCache":
+    from service.kernel import cache as file_cache
+
+    if settings.CACHES["default"]["BACKEND"] == file_cache.BACKEND:
         settings.CACHES = {
             **settings.CACHES,
             "default": {**settings.CACHES["default"], "LOCATION": str(tmp_path / "cache")},

@@ -24,3 +24,6 @@ class FileCache(FileBasedCache):
             except FileNotFoundError:  # deleted meanwhile (another process's cull, or its key's own expiry)
                 continue
         super()._cull()  # random, as Django's, only if the live entries alone still fill the cache
+
+
+BACKEND = f"{FileCache.__module__}.{FileCache.__qualname__}"  # as settings.CACHES names it

@@ -187,10 +187,27 @@ def test_a_full_browser_queue_answers_429_busy_at_once_and_frees_up(api, site, s
     release = threading.Event()
     safety = threading.Timer(15, release.set)  # were the request queued after all, it fails instead of hanging
     safety.start()
-    # One request holds the browser thread, max_waiting more wait for it (as long browser fetches would).
-    holders = [threading.Thread(target=thread.call, args=(release.wait,)) for _ in range(SYNC_MAX_WAITING + 1)]
-    for holder in holders:
-        holder.start()
+    holding = threading.Event()
+    outcomes = []  # what each holder's call gave: its result, or the error it raised
+
+    def hold():
+        holding.set()
+        return release.wait()
+
+    def holder(work):
+        try:
+            outcomes.append(thread.call(work))
+        except Exception as error:  # recorded, and asserted below: not an unhandled error in a thread
+            outcomes.append(error)
+
+    # One request holds the browser thread, max_waiting more wait for it (as long browser fetches would). The
+    # waiters start once the first call runs: before that it counts as waiting too, and the last waiter was refused.
+    holders = [threading.Thread(target=holder, args=(hold,))]
+    holders[0].start()
+    assert holding.wait(10)
+    holders += [threading.Thread(target=holder, args=(release.wait,)) for _ in range(SYNC_MAX_WAITING)]
+    for waiter in holders[1:]:
+        waiter.start()
     filled = time.monotonic() + 5
     while getattr(thread, "_waiting", 0) < SYNC_MAX_WAITING and time.monotonic() < filled:
         time.sleep(0.01)
@@ -206,6 +223,7 @@ def test_a_full_browser_queue_answers_429_busy_at_once_and_frees_up(api, site, s
     finally:
         release.set()
         safety.cancel()
-        for holder in holders:
-            holder.join(timeout=10)
+        for holder_thread in holders:
+            holder_thread.join(timeout=10)
+    assert outcomes == [True] * (SYNC_MAX_WAITING + 1)  # the held calls and the waiting ones all ran, none refused
     assert post(api, {"url": site.url("/static"), "render": "browser"}).status_code == 200

@@ -8,6 +8,7 @@ import time
 import pytest
 from django.test import Client
 
+from service.kernel import cache as file_cache
 from service.kernel.keys import ApiKey
 from tests.conftest import API_KEY
 
@@ -165,16 +166,13 @@ def test_the_event_stream_takes_a_session_from_our_origin_or_a_trusted_one_only(
     assert refused.value.response.status_code == 403
 
 
-FILE_CACHE = "service.kernel.cache.FileCache"  # the default cache without Redis
-
-
 def own_file_cache(settings) -> None:
     """The default cache as it is without Redis, in the test's data directory (not the run's shared one), empty."""
     from django.core.cache import cache
 
     settings.CACHES = {
         **settings.CACHES,
-        "default": {"BACKEND": FILE_CACHE, "LOCATION": str(settings.DATA_DIR / "cache")},
+        "default": {"BACKEND": file_cache.BACKEND, "LOCATION": str(settings.DATA_DIR / "cache")},
     }
     cache.clear()
 
@@ -208,7 +206,7 @@ def test_failed_sign_ins_outlive_a_cache_filled_with_expired_entries(browser_cli
 
     from service.kernel import auth
 
-    assert settings.CACHES["default"]["BACKEND"] == FILE_CACHE or settings.REDIS_URL
+    assert settings.CACHES["default"]["BACKEND"] == file_cache.BACKEND or settings.REDIS_URL
     own_file_cache(settings)
     for n in range(auth.SIGN_IN_FAILURES_PER_ADDRESS):
         assert sign_in(browser_client, f"guess-{n}").status_code == 401
