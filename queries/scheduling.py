@@ -95,7 +95,13 @@ def replay_on_schedule(query_id: str | int, due: str) -> str:
             .update(schedule_tick=due_at)
         )
         if not taken:
-            return "taken"  # another tick task of the same due time, or the schedule is gone
+            if SavedQuery.objects.filter(pk=int(query_id), schedule__isnull=False).exists():
+                return "taken"  # another tick task of the same due time
+            # The query or its schedule went without its row (deleted from a shell, say): the row goes too, rather
+            # than fire for nothing for ever.
+            forget(query_id)
+            log.info("saved query %s: gone or no longer scheduled, its schedule row deleted", query_id)
+            return "gone"
         query = SavedQuery.objects.get(pk=int(query_id))
         if Run.objects.filter(query=query.name, status__in=[Run.Status.QUEUED, Run.Status.RUNNING]).exists():
             SavedQuery.objects.filter(pk=query.pk).update(skipped_ticks=F("skipped_ticks") + 1)

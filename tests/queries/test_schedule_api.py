@@ -12,7 +12,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django_q.models import Schedule
 
-from queries.scheduling import TICK_JOB
+from queries.models import SavedQuery
+from queries.scheduling import TICK_JOB, replay_on_schedule
 
 pytestmark = pytest.mark.django_db
 
@@ -52,6 +53,17 @@ def test_a_schedule_is_kept_with_the_query_and_its_next_run_shown(api):
 
     send(api, "patch", "/api/queries/price", {"schedule": {"everySeconds": 600}})
     assert api.delete("/api/queries/price").status_code == 204
+    assert rows() == []
+
+
+def test_a_schedule_row_left_by_a_query_deleted_without_the_api_goes_at_its_first_tick(api):
+    body = {"name": "price", "url": "https://shop.example/p", "schema": SCHEMA, "schedule": {"everySeconds": 3600}}
+    assert send(api, "post", "/api/queries", body).status_code == 201
+    query_id = SavedQuery.objects.get(name="price").pk
+    SavedQuery.objects.filter(pk=query_id).delete()  # as from a Django shell: the Schedule row stays behind
+    assert rows() == [(Schedule.MINUTES, None)]
+    due = dt.datetime.now(dt.UTC).isoformat()
+    assert replay_on_schedule(str(query_id), due) == "gone"
     assert rows() == []
 
 
