@@ -24,6 +24,7 @@ from tests.bench.markdown_quality import plain_text
 from tests.datasets import DATASETS
 
 WCXB = DATASETS / "wcxb-dev"
+ZYTE = DATASETS / "article-extraction"
 ONE_PER_TYPE = {
     "0001": "article",
     "0658": "collection",
@@ -163,6 +164,45 @@ def test_a_page_that_is_an_article_by_less_than_even_odds_keeps_what_trafilatura
     text = words(plain_text(main_content(html, truth["url"]).markdown))
     assert all(words(snippet) in text for snippet in truth["ground_truth"]["with"])
     assert not any(words(snippet) in text for snippet in truth["ground_truth"]["without"])
+
+
+# c2es.org (a policy brief's list of lessons), digitalocean.com (a tutorial's title, opening and lists), lesswrong.com
+# (a post's opening paragraphs), bcbsok.com (its intro and the headings of its questions): trafilatura's text leaves
+# each out.
+@pytest.mark.parametrize("page_id", ["4519", "2684", "0384", "0344"])
+def test_an_article_that_trafilatura_stops_short_of_is_given_whole(page_id):
+    html, truth = dev_page(page_id)
+    found = main_content(html, truth["url"])
+    text = words(plain_text(found.markdown))
+    assert found.page_type == "article"
+    assert [snippet for snippet in truth["ground_truth"]["with"] if words(snippet) not in text] == []
+    assert [snippet for snippet in truth["ground_truth"]["without"] if words(snippet) in text] == []
+
+
+def zyte_page(prefix: str) -> tuple[str, dict]:
+    truth = json.loads((ZYTE / "ground-truth.json").read_text())
+    page_id = next(page_id for page_id in truth if page_id.startswith(prefix))
+    html = gzip.decompress((ZYTE / "html" / f"{page_id}.html.gz").read_bytes()).decode("utf-8", "replace")
+    return html, truth[page_id]
+
+
+def test_an_article_is_not_widened_into_the_boxes_round_it():
+    """A snopes.com fact check from the Zyte article set: the element that holds trafilatura's text also holds an
+    appeal to readers and the site's staff lists, which are not the article."""
+    html, truth = zyte_page("8380689f")
+    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    assert words("On Nov. 15, 2019, former U.S. ambassador to the Ukraine Marie Yovanovitch testified") in text
+    assert words("A Word to Our Loyal Readers") not in text
+    assert words("Doreen Marchionni") not in text  # the editorial staff
+
+
+def test_an_articles_photo_gallery_and_captions_are_not_its_text():
+    """A chron.com news story from the Zyte article set: the element that holds its text holds a photo gallery too."""
+    html, truth = zyte_page("db6b0816")
+    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    assert words(truth["articleBody"][:300]) in text
+    assert words("Photo: Hau Dinh, AP") not in text
+    assert words("Back to Gallery") not in text
 
 
 def test_a_forum_thread_gives_a_quoted_post_once():
