@@ -179,6 +179,23 @@ def test_an_article_that_trafilatura_stops_short_of_is_given_whole(page_id):
     assert [snippet for snippet in truth["ground_truth"]["without"] if words(snippet) in text] == []
 
 
+def test_a_paragraph_written_with_no_break_spaces_is_matched_with_trafilaturas_text_of_it():
+    """The widening finds the element that holds trafilatura's text by the text of its blocks: trafilatura writes a
+    no-break space (and a run of blanks) as one space, and the page's own paragraph must read the same."""
+    from runs.engine import markdown
+
+    sentence = "A long enough sentence,\u00a0written with\u00a0\u00a0no-break spaces and a line\n   break, to be kept."
+    more = "<p>Some more of the article text, said at length here.</p>" * 4
+    page = f"<html><body><article><h1>Title</h1><p>{sentence}</p>{more}</article></body></html>"
+    tree = markdown.parse(page)
+    extracted = markdown._fragment_tree(markdown._extracted_html(tree, None, markdown.STRATEGIES["article"]))
+    theirs = next(p for p in extracted.iter("p") if "sentence" in "".join(p.itertext()))
+    ours = next(p for p in tree.iter("p") if "sentence" in p.text_content())
+    assert markdown._normalized_text(ours) == markdown._normalized_text(theirs)
+    expected = "a long enough sentence, written with no-break spaces and a line break, to be kept."
+    assert markdown._normalized_text(ours) == expected
+
+
 def zyte_page(prefix: str) -> tuple[str, dict]:
     truth = json.loads((ZYTE / "ground-truth.json").read_text())
     page_id = next(page_id for page_id in truth if page_id.startswith(prefix))
