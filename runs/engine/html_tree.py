@@ -64,3 +64,8 @@ def base_url(tree, url: str) -> str:
         return urljoin(url, base.get("href").strip())
     except ValueError:
         return url
+
+
+def class_and_id(element) -> str:
+    """What an element is named by, its class and id: "class id"."""
+    return f"{element.get('class') or ''} {element.get('id') or ''}"

@@ -37,7 +37,7 @@ from trafilatura.core import determine_returnstring
 from trafilatura.metadata import Document
 from trafilatura.settings import Extractor
 
-from runs.engine.html_tree import base_url, parse
+from runs.engine.html_tree import base_url, class_and_id, parse
 from runs.engine.page_type import likeliest, page_type
 
 _BLANK_LINES = re.compile(r"\n{3,}")
@@ -276,8 +276,7 @@ def _without_boilerplate(root):
 
 
 def _boilerplate(element) -> bool:
-    named = " ".join(filter(None, (element.get("class"), element.get("id"), element.get("role"))))
-    return _hidden(element) or bool(named and _BOILERPLATE.search(named))
+    return _hidden(element) or bool(_BOILERPLATE.search(f"{class_and_id(element)} {element.get('role') or ''}"))
 
 
 def _drop_where(root, is_out) -> None:
@@ -402,7 +401,7 @@ def _drop_consent_banners(tree) -> None:
 
 
 def _consent_banner(element) -> bool:
-    return bool(_CONSENT_BANNER.search(f"{element.get('class') or ''} {element.get('id') or ''}"))
+    return bool(_CONSENT_BANNER.search(class_and_id(element)))
 
 
 def _chosen(tree, url: str | None, strategy: Strategy) -> str:
@@ -471,8 +470,7 @@ def _not_article_text(element) -> bool:
     """A photo, a caption, a gallery or a credit (by tag or name), or a block that is mostly links."""
     if element.tag in ("figure", "figcaption"):
         return True
-    named = " ".join(filter(None, (element.get("class"), element.get("id"))))
-    if named and _NOT_ARTICLE.search(named):
+    if _NOT_ARTICLE.search(class_and_id(element)):
         return True
     if element.tag not in ("div", "ul", "ol", "section", "li", "p", "span", "h2", "h3", "h4", "h5", "h6"):
         return False

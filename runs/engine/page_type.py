@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
-from runs.engine.html_tree import parse
+from runs.engine.html_tree import class_and_id, parse
 from runs.engine.page_type_weights import BIAS, TYPES, WEIGHTS
 
 __all__ = ["TYPES", "features", "likeliest", "page_type", "scores"]
@@ -102,11 +102,6 @@ def _class_words(names: str) -> set[str]:
     return found
 
 
-def _names(element) -> str:
-    """What an element is named by: "class id"."""
-    return f"{element.get('class') or ''} {element.get('id') or ''}"
-
-
 def _jsonld_types(source: str) -> set[str]:
     """The schema.org types a JSON-LD block names ("@type"), lowered."""
     types: set[str] = set()
@@ -141,13 +136,13 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
     for meta in _OG_TYPES(tree):
         found[f"og_{(meta.get('content') or '').split('.')[0].strip().lower()}"] = 1.0
     itemtypes = Counter(_ITEMTYPES(tree))
-    named = Counter(_names(element) for element in _NAMED(tree))
+    named = Counter(class_and_id(element) for element in _NAMED(tree))
     schema_types: set[str] = set()
     jsonld = _JSONLD(tree)
     for script in jsonld:
         schema_types.update(_jsonld_types(script.text or ""))
         itemtypes[script.get("itemtype")] -= 1
-        named[_names(script)] -= 1
+        named[class_and_id(script)] -= 1
     for itemtype, count in itemtypes.items():
         if itemtype and count > 0:
             schema_types.update(part.rsplit("/", 1)[-1].lower() for part in itemtype.split())
