@@ -209,11 +209,17 @@ def test_an_answer_with_ttl_0_is_asked_for_every_time(fake_dns):
 def test_a_name_that_does_not_exist_is_remembered(fake_dns):
     name = unique("missing")
     policy = NetworkPolicy(nameservers=(fake_dns.nameserver,))
+    asked = []  # (A, AAAA) questions the nameserver had after each lookup
     for _ in range(2):
         with pytest.raises(Refused) as refused:
             policy.resolve(name)
         assert (refused.value.code, str(refused.value)) == ("dns_error", f"The host name {name} could not be resolved.")
-    assert (fake_dns.asked(name, A), fake_dns.asked(name, AAAA)) == (1, 1)
+        asked.append((fake_dns.asked(name, A), fake_dns.asked(name, AAAA)))
+    # The second lookup asks nothing. The first asks A, and AAAA at most once: A's NXDOMAIN can end the lookup before
+    # AAAA is sent, and while the nameserver is strained (a slow answer in another test, on a busy machine) AAAA is
+    # asked only for a name that exists.
+    assert asked[1] == asked[0]
+    assert asked[0][0] == 1 and asked[0][1] <= 1
 
 
 def test_a_name_that_does_not_exist_is_known_from_the_first_nxdomain():
