@@ -206,7 +206,9 @@ def service_round(
             break
         time.sleep(POLL_S)
     runs = []
-    url = f"{service.base_url}/api/runs?batch={batch}&limit=500"
+    # A list shows a run without its result unless asked (?include=result): the Markdown is compared with the plain
+    # script's.
+    url = f"{service.base_url}/api/runs?batch={batch}&limit=500{'&include=result' if markdown is not None else ''}"
     while url:
         page = service.session.get(url, timeout=60).json()
         runs += page["results"]
