@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: setup run test lint bench browser test-tools ui test-ui test-postgres api-types lock
+.PHONY: setup run test lint bench bench-tools browser test-tools ui test-ui test-postgres api-types lock
 
 setup: $(VENV)/.installed browser ui
 	$(PY) manage.py migrate --noinput
@@ -120,5 +120,15 @@ test-postgres: $(VENV)/.installed
 # The benchmarks (tests/bench/, not part of make test), ending in one table: each figure next to the goal an issue
 # named for it. A quick pass on small samples by default (a few minutes); FULL=1 for the issues' sizes (an hour or
 # more).
-bench: setup
+bench: setup bench-tools
 	$(PY) -m tests.bench $(if $(FULL),--full)
+
+# The web tier's benchmark loads the service with wrk (a Python client would take a core from the server it measures).
+bench-tools:
+	@if command -v wrk >/dev/null; then \
+		echo "wrk: found"; \
+	else \
+		echo "wrk: installing Debian's wrk"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq wrk >/dev/null; \
+	fi

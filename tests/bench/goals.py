@@ -106,8 +106,10 @@ GOALS: dict[str, dict[str, Goal | None]] = {
     "crawl": {
         "render=http: Scrapy pages/s": None,
         "render=http: service pages/s": None,
-        "render=http: service/Scrapy (worst round)": at_least(0.5, "issue 24"),
-        "render=http: service/Scrapy distinct pages (worst round)": None,
+        # Judged on distinct pages, as the issue-24 notes measured it: Scrapy's plain CrawlSpider also fetches the
+        # site's tracking-parameter duplicates (about half of its fetches), which the service collapses.
+        "render=http: service/Scrapy (worst round)": None,
+        "render=http: service/Scrapy distinct pages (worst round)": at_least(0.5, "issue 24"),
         "pages found / expected": exactly(1, "issue 24"),
         "pages with Markdown / pages succeeded": exactly(1, "issue 24"),
         "disallowed pages fetched": exactly(0, "issue 24"),
