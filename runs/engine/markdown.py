@@ -47,6 +47,7 @@ _FENCED = re.compile(r"(^[ \t>]*```[^\n]*\n.*?\n[ \t>]*```[ \t]*$)", re.DOTALL |
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe")
 _NOT_CONTENT = ("nav", "header", "footer", "aside", "form", "button", "select", "dialog")
 _ALWAYS_DROPPED = {"nav", "aside"}
+_ELEMENTS_BELOW = etree.XPath("count(.//*)")
 _TEXT = etree.XPath(".//text()[not(parent::script) and not(parent::style)]", smart_strings=False)
 _BOILERPLATE = re.compile(
     r"(?:^|[\s_-])(?:nav|navbar|menu|footer|header|sidebar|side-bar|breadcrumbs?|filters?|facets?|cookie|consent|"
@@ -284,17 +285,20 @@ def _drop_where(root, is_out) -> None:
     (that is the content, whatever it is named: a wrapper round the whole page named for a consent script, a
     listing inside an element named as filters). In document order: an element inside one taken out went with it.
     Root's text is measured only when an element is found (most pages have no consent banner)."""
-    half, dropped = None, set()
-    for element in list(root.iter(etree.Element)):
-        if element is root or (dropped and any(above in dropped for above in element.iterancestors())):
-            continue
+    half = None
+    elements = list(root.iter(etree.Element))  # root first, then every element below it in document order
+    at = 1
+    while at < len(elements):
+        element = elements[at]
+        at += 1
         if not is_out(element):
             continue
         if half is None:
             half = len(root.text_content()) / 2
         if len(element.text_content()) < half:
+            # What it holds comes next in document order, and goes with it: skipped, not looked at.
+            at += int(_ELEMENTS_BELOW(element))
             element.drop_tree()
-            dropped.add(element)
 
 
 def _around_heading(root):
