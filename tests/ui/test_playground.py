@@ -37,8 +37,25 @@ def read_download(download) -> str:
     return download.path().read_text(encoding="utf-8")
 
 
-def wait_for_status(page, status: str, timeout: float = 30_000) -> None:
-    expect(page.locator(".live-status [data-status]")).to_have_attribute("data-status", status, timeout=timeout)
+def wait_for_status(ui, status: str, timeout: float = 30_000) -> None:
+    """The live view shows the run as status. When it does not in time, the failure also says what the service had
+    for the run (its status and times, the serve log's lines about it): a slow worker and a view that missed the
+    run's last event look the same on the page."""
+    shown = ui.page.locator(".live-status [data-status]")
+    try:
+        expect(shown).to_have_attribute("data-status", status, timeout=timeout)
+    except AssertionError as error:
+        found = re.search(r"/runs/([0-9a-f-]{36})/live", ui.page.url)
+        if found is None:
+            raise
+        run_id = found.group(1)
+        run = ui.live.get(f"/api/runs/{run_id}").json()
+        times = {key: run.get(key) for key in ("status", "createdAt", "startedAt", "finishedAt", "attempts")}
+        logged = [line for line in ui.live.log_path.read_text(errors="replace").splitlines() if run_id in line]
+        raise AssertionError(
+            f"the live view shows {shown.get_attribute('data-status')!r}, not {status!r}; the service has {times}; "
+            f"its log on the run: {logged[-20:]}"
+        ) from error
 
 
 def test_sign_in_with_an_api_key_and_sign_out(ui):
@@ -110,7 +127,7 @@ def test_fetch_run_streams_live_survives_a_drop_and_exports(ui, site):
     ui.snap("03-live-view-first-step")
     screenshot = first_step.get_by_role("img", name="Screenshot of step 1")
     expect(screenshot).to_be_visible()
-    wait_for_status(page, "succeeded")
+    wait_for_status(ui, "succeeded")
     page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=screenshot.element_handle())
     expect(page.locator(".step")).to_have_count(2)
     expect(page.locator(".step").nth(1).locator(".step-action")).to_have_text("snapshot")
@@ -208,7 +225,7 @@ def test_extract_with_selector_schema_save_as_query_and_replay(ui, site):
     page.get_by_role("button", name="Run extract").click()
 
     expect(page).to_have_url(re.compile(r"/live$"))
-    wait_for_status(page, "succeeded")
+    wait_for_status(ui, "succeeded")
     result = page.get_by_role("list", name="Result as a tree")
     expect(result).to_contain_text('"Trail shoe"')
     expect(result).to_contain_text('"89,90 €"')
@@ -300,7 +317,7 @@ def test_reextract_a_run_from_its_archived_page_with_another_schema(ui, site):
     ui.sign_in()
     page = ui.page
     ui.goto(f"/runs/{run_id}/live")
-    wait_for_status(page, "succeeded")
+    wait_for_status(ui, "succeeded")
     page.get_by_role("link", name="Open run detail").click()
     expect(page.get_by_role("link", name="Archived page")).to_have_attribute("href", f"/api/runs/{run_id}/steps/0/page")
     hits = site.hits("/product")
@@ -313,7 +330,7 @@ def test_reextract_a_run_from_its_archived_page_with_another_schema(ui, site):
     dialog.get_by_role("button", name="Re-extract").click()
 
     expect(page).to_have_url(re.compile(r"/live$"))
-    wait_for_status(page, "succeeded")
+    wait_for_status(ui, "succeeded")
     expect(page.get_by_role("list", name="Result as a tree")).to_contain_text('"89,90 €"')
     page.get_by_role("link", name="Open run detail").click()
     drift = page.get_by_role("region", name="Drift")
@@ -418,10 +435,10 @@ def test_cancel_a_running_run_from_the_live_view(ui, site):
     ui.goto("/")
     page.get_by_label("URL", exact=True).fill(site.url("/hang?s=30"))
     page.get_by_role("button", name="Run fetch").click()
-    wait_for_status(page, "running")
+    wait_for_status(ui, "running")
     expect(page.get_by_text("Live", exact=True)).to_be_visible()
     page.get_by_role("button", name="Cancel run").click()
-    wait_for_status(page, "cancelled", timeout=10_000)
+    wait_for_status(ui, "cancelled", timeout=10_000)
     expect(page.get_by_role("status").filter(has_text="Cancelled")).to_contain_text("The run was cancelled.")
     expect(page.get_by_role("button", name="Cancel run")).to_have_count(0)
     ui.snap("19-live-view-cancelled")
@@ -553,7 +570,7 @@ def test_crawl_a_small_site_from_the_form_and_watch_its_pages_arrive(ui, linked_
     rows = page.locator("table.crawl-pages tbody tr")
     succeeded = rows.filter(has=page.locator('[data-status="succeeded"]'))
     expect(succeeded).to_have_count(2)
-    wait_for_status(page, "running")
+    wait_for_status(ui, "running")
     count = lambda name: page.locator(f'[data-count="{name}"]')  # noqa: E731
     expect(count("done")).to_have_text("2")
     expect(count("found")).to_have_text("5")  # the start URL, 2 links of /, 2 of /guide
@@ -565,7 +582,7 @@ def test_crawl_a_small_site_from_the_form_and_watch_its_pages_arrive(ui, linked_
     ui.snap("28-live-crawl-two-pages-done")
 
     linked_site.release.set()
-    wait_for_status(page, "succeeded")
+    wait_for_status(ui, "succeeded")
     expect(succeeded).to_have_count(3)
     expect(count("done")).to_have_text("3")
     expect(count("found")).to_have_text("6")
