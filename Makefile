@@ -33,15 +33,21 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium fonts-liberation >/dev/null; \
 	fi
 
+# $(call debian_package,command,package): installs Debian's package when the command is not found (as root, or
+# through sudo).
+define debian_package
+	@if command -v $(1) >/dev/null; then \
+		echo "$(2): found"; \
+	else \
+		echo "$(2): installing Debian's $(2)"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $(2) >/dev/null; \
+	fi
+endef
+
 # Tests drive `profile login`'s visible browser on a virtual display.
 test-tools:
-	@if command -v xvfb-run >/dev/null; then \
-		echo "xvfb: found"; \
-	else \
-		echo "xvfb: installing Debian's xvfb"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq xvfb >/dev/null; \
-	fi
+	$(call debian_package,xvfb-run,xvfb)
 
 # The playground (frontend/: Vite + React + TypeScript), built into frontend/dist and served by Django at /.
 # Needs Node.js 20.19+ with npm; without npm the service still runs (API only) and / says how to build it.
@@ -125,10 +131,4 @@ bench: setup bench-tools
 
 # The web tier's benchmark loads the service with wrk (a Python client would take a core from the server it measures).
 bench-tools:
-	@if command -v wrk >/dev/null; then \
-		echo "wrk: found"; \
-	else \
-		echo "wrk: installing Debian's wrk"; \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq wrk >/dev/null; \
-	fi
+	$(call debian_package,wrk,wrk)
