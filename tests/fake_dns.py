@@ -10,6 +10,7 @@ import threading
 from collections import Counter
 
 A, AAAA = 1, 28
+_SETTLE = "settle.fake-dns.invalid"  # answered at once, never counted: see asked()
 
 
 class FakeDns:
@@ -44,8 +45,21 @@ class FakeDns:
                 self.queries.pop((name, kind), None)
 
     def asked(self, name: str, kind: int = A) -> int:
+        """Queries for (name, kind) so far, counting every one sent before this call: a lookup may return on A's
+        NXDOMAIN with its AAAA question sent but not yet read here, so a question of our own is sent and answered
+        first (the socket reads in order of arrival)."""
+        self._settle()
         with self._lock:
             return self.queries[(name, kind)]
+
+    def _settle(self) -> None:
+        query = b"\x00\x01\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+        query += b"".join(bytes([len(label)]) + label.encode() for label in _SETTLE.split(".")) + b"\x00"
+        query += struct.pack("!HH", A, 1)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.settimeout(5)
+            probe.sendto(query, ("127.0.0.1", self.port))
+            probe.recv(512)
 
     def close(self) -> None:
         self.socket.close()
@@ -57,6 +71,9 @@ class FakeDns:
             except OSError:
                 return
             name, kind, question = _question(query)
+            if name == _SETTLE:
+                self._send(_reply(query[:2], question, kind, None, 0), client)
+                continue
             with self._lock:
                 self.queries[(name, kind)] += 1
                 count = self.queries[(name, kind)]
