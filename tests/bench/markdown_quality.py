@@ -36,11 +36,20 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _MARKS = re.compile(r"[*_#>`|]")
 _WORD = re.compile(r"\w+")
+# Underscores that are text, not emphasis marks: escaped ones, and runs between two letters or digits (CommonMark
+# never reads those as emphasis). Held by a stand-in while the marks are stripped.
+_ESCAPED_UNDERSCORE = "\\_"
+_INTRAWORD_UNDERSCORES = re.compile(r"(?<=[^\W_])_+(?=[^\W_])")
+_KEPT = "\ue000"
 
 
 def plain_text(markdown: str) -> str:
-    """Strip image syntax, link targets, emphasis and heading marks, as the dataset README asks."""
-    return _MARKS.sub(" ", _LINK.sub(r"\1", _IMAGE.sub("", markdown)))
+    """Strip image syntax, link targets, emphasis and heading marks, as the dataset README asks. An underscore that is
+    text stays ("Director_Oh", "__init__" in prose written "\\_\\_init\\_\\_"): the references hold it, and \\w+ reads
+    it as part of the word."""
+    text = _LINK.sub(r"\1", _IMAGE.sub("", markdown)).replace(_ESCAPED_UNDERSCORE, _KEPT)
+    text = _INTRAWORD_UNDERSCORES.sub(lambda run: _KEPT * len(run[0]), text)
+    return _MARKS.sub(" ", text).replace(_KEPT, "_")
 
 
 def shingles(text: str, size: int = 4) -> set[tuple[str, ...]]:

@@ -383,3 +383,8 @@ def test_an_empty_list_item_is_not_a_nested_list():
     page = "<html><body><ul><li>One</li><li></li><li><a href='/two'>Two</a></li></ul></body></html>"
     markdown = convert(page, main_content_only=False, url="https://example.com/").markdown
     assert markdown == "- One\n- [Two](https://example.com/two)\n"
+
+
+def test_the_benchmarks_plain_text_keeps_the_underscores_that_are_text():
+    markdown = "# A_b\n\n*c* _d_ __e__ max_retries \\_\\_init\\_\\_ [snake_case](https://example.com/y_z) `f_g`"
+    assert plain_text(markdown).split() == ["A_b", "c", "d", "e", "max_retries", "__init__", "snake_case", "f_g"]
