@@ -184,7 +184,24 @@ class _ElementTreeBuilder(HTMLTreeBuilder):
                 soup.handle_data(element.tail)
 
 
-_MARKDOWN = MarkdownConverter(heading_style="ATX", bullets="-", strip=["img"])
+class _Converter(MarkdownConverter):
+    """markdownify's converter, escaping an underscore only where Markdown could read it as emphasis. markdownify
+    escapes every one ("max\\_retries", "Director\\_Oh"): noise in the text a reader or a model gets, and a word cut
+    in two by anything that strips Markdown's marks. A run of underscores between two letters or digits never opens
+    or closes emphasis (CommonMark's flanking rules), so it is written as it is; markdownify escapes one text node at
+    a time, and an underscore at a node's edge is escaped as before."""
+
+    def escape(self, text, parent_tags):
+        if "_" not in text or _KEPT in text:
+            return super().escape(text, parent_tags)
+        kept = _INTRAWORD_UNDERSCORES.sub(lambda run: _KEPT * len(run[0]), text)
+        return super().escape(kept, parent_tags).replace(_KEPT, "_")
+
+
+# A run of underscores between two letters or digits; and what stands for each of them while the rest is escaped.
+_INTRAWORD_UNDERSCORES = re.compile(r"(?<=[^\W_])_+(?=[^\W_])")
+_KEPT = "\ue000"
+_MARKDOWN = _Converter(heading_style="ATX", bullets="-", strip=["img"])
 
 
 def _convert(element) -> str:

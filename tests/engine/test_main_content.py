@@ -17,6 +17,7 @@ from collections import Counter
 
 import pytest
 from lxml import html as lxml_html
+from markdown_it import MarkdownIt
 
 from runs.engine.markdown import convert, main_content, main_region, without_repeats
 from runs.engine.page_type import likeliest, page_type
@@ -383,6 +384,22 @@ def test_an_empty_list_item_is_not_a_nested_list():
     page = "<html><body><ul><li>One</li><li></li><li><a href='/two'>Two</a></li></ul></body></html>"
     markdown = convert(page, main_content_only=False, url="https://example.com/").markdown
     assert markdown == "- One\n- [Two](https://example.com/two)\n"
+
+
+def test_underscores_inside_words_are_written_as_they_are_and_a_commonmark_reader_gets_the_text_back():
+    page = (
+        "<html><body><p>Set max_retries or MAX__RETRIES, call __init__ on _private_ things: Director_Oh, é_ü, 2_000."
+        "</p><p><em>x</em>_y and a_<b>b</b></p></body></html>"
+    )
+    markdown = convert(page, main_content_only=False).markdown
+    for word in ("max_retries", "MAX__RETRIES", "Director_Oh", "é_ü", "2_000"):
+        assert word in markdown
+    # At a word's edge an underscore could open or close emphasis: escaped, as markdownify does.
+    assert "\\_\\_init\\_\\_" in markdown and "\\_private\\_" in markdown and "*x*\\_y" in markdown
+    rendered = lxml_html.fromstring(MarkdownIt("commonmark").render(markdown))
+    assert [element.text_content() for element in rendered.iter("em", "strong")] == ["x", "b"]
+    paragraphs = [paragraph.text_content() for paragraph in lxml_html.fromstring(page).iter("p")]
+    assert [paragraph.text_content() for paragraph in rendered.iter("p")] == paragraphs
 
 
 def test_the_benchmarks_plain_text_keeps_the_underscores_that_are_text():
