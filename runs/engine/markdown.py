@@ -205,12 +205,41 @@ _MARKDOWN = _Converter(heading_style="ATX", bullets="-", strip=["img"])
 
 
 def _convert(element) -> str:
-    """element (lxml) as Markdown."""
+    """element (lxml) as Markdown (element's inline boxes are told apart first: it changes)."""
+    _separate_inline_boxes(element)
     soup = BeautifulSoup("", builder=_ElementTreeBuilder(element), element_classes={Tag: _Tag})
     markdown = _MARKDOWN.convert_soup(soup)
     # Runs of blank lines made by the page's layout become one; a code block's own blank lines are code.
     parts = _FENCED.split(markdown)
     return "".join(part if odd % 2 else _BLANK_LINES.sub("\n\n", part) for odd, part in enumerate(parts)).strip() + "\n"
+
+
+# Inline elements that pages lay out as boxes of their own: a facet's label and its count, an author's name and the
+# date, a row of links. Written one after the other with nothing between them, their words ran together in the
+# Markdown ("Accessories1385", "Lawrence UlrichMar 7"), where the page showed them apart. Not sub and sup (m², a
+# footnote mark), nor anything inside code, where a highlighter's spans split tokens that are one.
+_INLINE_BOXES = (
+    "span", "a", "label", "time", "button", "strong", "b", "em", "i", "small", "abbr", "cite", "data", "output",
+    "mark", "u", "s", "del", "ins", "q", "dfn", "var",
+)  # fmt: skip
+_FIRST_TEXT = etree.XPath("string((.//text())[1])", smart_strings=False)
+_LAST_TEXT = etree.XPath("string((.//text())[last()])", smart_strings=False)
+_IN_CODE = etree.XPath("ancestor::pre|ancestor::code")
+
+
+def _separate_inline_boxes(root) -> None:
+    """A space between two sibling inline elements (_INLINE_BOXES) with nothing between them, where a letter or digit
+    ends the first and another starts the second."""
+    has_code = root.find(".//pre") is not None or root.find(".//code") is not None
+    for element in root.iter(_INLINE_BOXES):
+        before = element.getprevious()
+        if before is None or before.tail or not isinstance(before.tag, str) or before.tag not in _INLINE_BOXES:
+            continue
+        if not _FIRST_TEXT(element)[:1].isalnum() or not _LAST_TEXT(before)[-1:].isalnum():
+            continue
+        if has_code and _IN_CODE(element):
+            continue
+        before.tail = " "
 
 
 _LINKS = {"a": ("href",), "video": ("src", "poster"), "source": ("src",)}  # the URLs the Markdown keeps

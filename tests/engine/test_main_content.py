@@ -405,3 +405,18 @@ def test_underscores_inside_words_are_written_as_they_are_and_a_commonmark_reade
 def test_the_benchmarks_plain_text_keeps_the_underscores_that_are_text():
     markdown = "# A_b\n\n*c* _d_ __e__ max_retries \\_\\_init\\_\\_ [snake_case](https://example.com/y_z) `f_g`"
     assert plain_text(markdown).split() == ["A_b", "c", "d", "e", "max_retries", "__init__", "snake_case", "f_g"]
+
+
+def test_the_words_of_inline_boxes_written_next_to_each_other_do_not_run_together():
+    page = (
+        "<html><body><div><label>Accessories</label><span>1385</span></div>"
+        "<p><span>Lawrence <b>Ulrich</b></span><span><time>Mar 7</time></span><a href='/c'>19</a></p>"
+        "<p>$<span>5</span><span>.99</span>, H<sub>2</sub>O</p>"
+        "<pre><code><span>get</span><span>Name</span></code></pre></body></html>"
+    )
+    markdown = convert(page, main_content_only=False, url="https://example.com/").markdown
+    assert "Accessories 1385" in markdown and "**Ulrich** Mar 7 [19](https://example.com/c)" in markdown
+    assert "$5.99, H2O" in markdown and "getName" in markdown  # a price's parts, a formula and code stay whole
+    html, truth = dev_page("0651")  # a collection: every facet's name and its count
+    words = plain_text(main_content(html, truth["url"]).markdown).split()
+    assert {"Accessories", "1385", "Actuators", "168"} <= set(words)
