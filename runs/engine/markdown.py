@@ -40,7 +40,7 @@ from trafilatura.settings import Extractor
 from runs.engine.html_tree import base_url, class_and_id, parse
 from runs.engine.page_type import likeliest, page_type
 
-_BLANK_LINES = re.compile(r"\n{3,}")
+_BLANK_LINES = re.compile(r"\n(?:[ \t]*\n){2,}")  # lines with nothing but blanks count as blank
 # markdownify's code blocks: fences on lines of their own (indented in a list item, marked ">" in a quote), not a ```
 # in a paragraph's text
 _FENCED = re.compile(r"(^[ \t>]*```[^\n]*\n.*?\n[ \t>]*```[ \t]*$)", re.DOTALL | re.MULTILINE)
@@ -190,6 +190,14 @@ class _Converter(MarkdownConverter):
     in two by anything that strips Markdown's marks. A run of underscores between two letters or digits never opens
     or closes emphasis (CommonMark's flanking rules), so it is written as it is; markdownify escapes one text node at
     a time, and an underscore at a node's edge is escaped as before."""
+
+    # Block elements markdownify does not know as such (it writes their text inline): an FAQ's question ran into its
+    # answer ("Is it free?Yes, always."), a fieldset's legend into its first choice. Written as markdownify writes a
+    # <div>: their own paragraphs.
+    convert_details = convert_summary = convert_fieldset = convert_legend = MarkdownConverter.convert_div
+    convert_header = convert_footer = convert_main = convert_nav = convert_aside = MarkdownConverter.convert_div
+    convert_figure = convert_address = convert_hgroup = convert_dialog = convert_menu = MarkdownConverter.convert_div
+    convert_search = convert_center = convert_form = MarkdownConverter.convert_div
 
     def escape(self, text, parent_tags):
         if "_" not in text or _KEPT in text:

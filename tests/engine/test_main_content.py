@@ -420,3 +420,13 @@ def test_the_words_of_inline_boxes_written_next_to_each_other_do_not_run_togethe
     html, truth = dev_page("0651")  # a collection: every facet's name and its count
     words = plain_text(main_content(html, truth["url"]).markdown).split()
     assert {"Accessories", "1385", "Actuators", "168"} <= set(words)
+
+
+def test_block_elements_markdownify_does_not_know_are_paragraphs_of_their_own():
+    page = (
+        "<html><body><details><summary>Is it free?</summary>Yes, always.</details>\n"
+        "<fieldset><legend>Size</legend><label>S</label> <label>M</label></fieldset>"
+        "<figure><figcaption>A map</figcaption></figure> <address>1 Main St</address></body></html>"
+    )
+    markdown = convert(page, main_content_only=False).markdown
+    assert markdown == "Is it free?\n\nYes, always.\n\nSize\n\nS M\n\nA map\n\n1 Main St\n"  # no line of blanks
