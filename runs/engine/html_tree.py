@@ -17,6 +17,9 @@ from lxml import html as lxml_html
 from trafilatura.utils import repair_faulty_html
 
 _parsers = threading.local()  # an lxml parser is used by one thread at a time
+# The page's JSON-LD blocks (<script type="application/ld+json">, the type in any case).
+_LD_JSON = "translate(@type, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') = 'application/ld+json'"
+JSON_LD_SCRIPTS = etree.XPath(f"descendant-or-self::script[{_LD_JSON}]")
 
 
 def _parser() -> etree.HTMLParser:

@@ -22,22 +22,25 @@ documentation, service pages: word F1 within 0.003 either way on the tuning half
 
 from __future__ import annotations
 
+import html
+import json
 import re
 import threading
 from copy import deepcopy
 from dataclasses import dataclass
-from urllib.parse import quote, urljoin
+from urllib.parse import quote, unquote, urljoin
 
 import trafilatura
 from bs4 import BeautifulSoup, Comment, Tag
 from bs4.builder import HTMLTreeBuilder
 from lxml import etree
+from lxml import html as lxml_html
 from markdownify import MarkdownConverter
 from trafilatura.core import determine_returnstring
 from trafilatura.metadata import Document
 from trafilatura.settings import Extractor
 
-from runs.engine.html_tree import base_url, class_and_id, parse
+from runs.engine.html_tree import JSON_LD_SCRIPTS, base_url, class_and_id, parse
 from runs.engine.page_type import likeliest, page_type
 
 _BLANK_LINES = re.compile(r"\n(?:[ \t]*\n){2,}")  # lines with nothing but blanks count as blank
@@ -66,6 +69,7 @@ _LINK_TARGET = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _QUOTE_BREAK = re.compile(r"\s*>[>\s]*$")  # a quote's blank line, between its paragraphs
 _ONCE_WORDS = 5  # a repeated line shorter than this ("Thanks!", "+1 same here") is kept (without_repeats)
 HEADED_SHARE = 0.65  # of the main region's words that the part its h1 heads must hold (main_region)
+MOSTLY_GIVEN = 0.5  # of a structured name's or description's words in the Markdown: it is not added (_with_product)
 
 
 @dataclass(frozen=True)
@@ -445,10 +449,72 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     strategy = STRATEGIES[kind]
     if kind == "article" and probability < UNSURE_ARTICLE:
         strategy = UNSURE_ARTICLE_STRATEGY
+    product = _structured_product(tree) if kind == "product" else None  # read before the region drops scripts
     markdown = _chosen(tree, url, strategy)
     if not markdown.strip():
         markdown = whole_page_markdown(page_html, url)
-    return Converted(without_repeats(markdown) if strategy.once else markdown, kind)
+    if strategy.once:
+        markdown = without_repeats(markdown)
+    return Converted(_with_product(markdown, *product) if product else markdown, kind)
+
+
+def _structured_product(tree) -> tuple[str, str] | None:
+    """The name and description ("" when it has none) of the first schema.org Product in the page's JSON-LD."""
+    for script in JSON_LD_SCRIPTS(tree):
+        try:
+            data = json.loads(script.text or "")
+        except ValueError:  # a broken block, as many pages have
+            continue
+        for item in _json_objects(data):
+            kinds = item.get("@type")
+            if "product" in {str(kind).lower() for kind in (kinds if isinstance(kinds, list) else [kinds])}:
+                return _plain(item.get("name")), _plain(item.get("description"))
+    return None
+
+
+def _json_objects(data):
+    """Every JSON object in data, depth first (a Product inside an @graph, an ItemPage's mainEntity...)."""
+    if isinstance(data, dict):
+        yield data
+        for value in data.values():
+            yield from _json_objects(value)
+    elif isinstance(data, list):
+        for value in data:
+            yield from _json_objects(value)
+
+
+def _plain(value) -> str:
+    """A JSON-LD text value, "" for anything else. Some sites write theirs %-encoded ("An%20elegant%20sofa")."""
+    if not isinstance(value, str) or not value.strip():
+        return ""
+    return unquote(value) if "%20" in value and " " not in value else value
+
+
+def _description_markdown(text: str) -> str:
+    """A structured description as Markdown: many sites write HTML in it (paragraphs, lists, entities)."""
+    if "<" in text:
+        try:
+            return _convert(lxml_html.fragment_fromstring(text, create_parent="div")).strip()
+        except (etree.ParserError, ValueError):  # not HTML after all
+            pass
+    return _MARKDOWN.escape(" ".join(html.unescape(text).split()), set())
+
+
+def _with_product(markdown: str, name: str, description: str) -> str:
+    """A product's Markdown with the name and description its structured data gives, each when the Markdown does not
+    hold most of its words already: a description in a tab or written by a script, a title outside the part taken.
+    The description last, the name as the title."""
+    given = {word.lower() for word in _WORD.findall(_LINK_TARGET.sub(r"\1", markdown))}
+
+    def missing(text: str) -> bool:
+        words = [word.lower() for word in _WORD.findall(_LINK_TARGET.sub(r"\1", text))]
+        return bool(words) and sum(word in given for word in words) < MOSTLY_GIVEN * len(words)
+
+    if description and missing(description := _description_markdown(description)):
+        markdown = f"{markdown.rstrip()}\n\n{description}\n"
+    if name and missing(name := " ".join(html.unescape(name).split())):
+        markdown = f"# {_MARKDOWN.escape(name, set())}\n\n{markdown.lstrip()}"
+    return markdown
 
 
 def _drop_consent_banners(tree) -> None:

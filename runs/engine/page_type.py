@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from lxml import etree
 
-from runs.engine.html_tree import class_and_id, parse
+from runs.engine.html_tree import JSON_LD_SCRIPTS, class_and_id, parse
 from runs.engine.page_type_weights import BIAS, TYPES, WEIGHTS
 
 __all__ = ["TYPES", "features", "likeliest", "page_type", "scores"]
@@ -58,8 +58,6 @@ _CLASS_WORDS = {
 }
 _COUNTED_TAGS = ("article", "time", "pre", "code", "h1", "h2", "h3", "p", "li", "table", "form", "input", "img", "a")
 _TAG_COUNTS = {tag: etree.XPath(f"count(descendant-or-self::{tag})") for tag in _COUNTED_TAGS}
-_LD_JSON = "translate(@type, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') = 'application/ld+json'"
-_JSONLD = etree.XPath(f"descendant-or-self::script[{_LD_JSON}]")
 _OG_TYPES = etree.XPath("descendant-or-self::meta[@property = 'og:type']")
 _ITEMTYPES = etree.XPath("descendant-or-self::*/@itemtype", smart_strings=False)
 _NAMED = etree.XPath("descendant-or-self::*[@class or @id]")
@@ -138,7 +136,7 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
     itemtypes = Counter(_ITEMTYPES(tree))
     named = Counter(class_and_id(element) for element in _NAMED(tree))
     schema_types: set[str] = set()
-    jsonld = _JSONLD(tree)
+    jsonld = JSON_LD_SCRIPTS(tree)
     for script in jsonld:
         schema_types.update(_jsonld_types(script.text or ""))
         itemtypes[script.get("itemtype")] -= 1

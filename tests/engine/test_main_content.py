@@ -430,3 +430,37 @@ def test_block_elements_markdownify_does_not_know_are_paragraphs_of_their_own():
     )
     markdown = convert(page, main_content_only=False).markdown
     assert markdown == "Is it free?\n\nYes, always.\n\nSize\n\nS M\n\nA map\n\n1 Main St\n"  # no line of blanks
+
+
+def test_a_products_description_from_its_structured_data_is_given_when_the_page_text_lacks_it():
+    html, truth = dev_page("0615")  # Walmart: the description is in the JSON-LD, not in the page's static text
+    converted = main_content(html, truth["url"])
+    assert converted.page_type == "product"
+    described = words("The Ninja Professional Plus Kitchen System with Auto-iQ features a new modern design")
+    assert words(converted.markdown).count(described) == 1
+
+
+def product_page(description: str, body: str) -> str:
+    product = {"@type": ["Product"], "name": "Atelier Sofa", "description": description}
+    data = json.dumps({"@context": "https://schema.org", "@graph": [product]})
+    return (
+        f"<html><head><title>Atelier Sofa</title><script type='application/LD+json'>{{broken</script>"
+        f"<script type='application/ld+json'>{data}</script></head><body><main>{body}<p>Price $1,299.00. Add to cart."
+        " In stock, ships in 3 days. Free delivery.</p></main></body></html>"
+    )
+
+
+def test_a_structured_description_is_written_as_markdown_once_and_the_name_as_the_title_when_missing():
+    html = product_page("<p>A curved sofa &amp; more.</p><ul><li>Plywood frame</li><li>Feather cushions</li></ul>", "")
+    converted = main_content(html, "https://shop.example/atelier-sofa")
+    assert converted.page_type == "product"
+    markdown = converted.markdown
+    assert markdown.startswith("# Atelier Sofa\n\n")
+    assert markdown.endswith("A curved sofa & more.\n\n- Plywood frame\n- Feather cushions\n")
+    encoded = product_page("An%20elegant%20curved%20sofa%20with%20feather%20cushions.", "<h1>Atelier Sofa</h1>")
+    markdown = main_content(encoded, "https://shop.example/atelier-sofa").markdown
+    assert markdown.endswith("An elegant curved sofa with feather cushions.\n") and markdown.count("Atelier Sofa") == 1
+    shown = product_page(
+        "A curved sofa with feather cushions.", "<h1>Atelier Sofa</h1><p>A curved sofa with feather cushions."
+    )
+    assert words(main_content(shown, "https://shop.example/atelier-sofa").markdown).count("feather cushions") == 1
