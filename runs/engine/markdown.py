@@ -463,7 +463,7 @@ def _structured_product(tree) -> tuple[str, str] | None:
     for script in JSON_LD_SCRIPTS(tree):
         try:
             data = json.loads(script.text or "")
-        except ValueError:  # a broken block, as many pages have
+        except (ValueError, RecursionError):  # a broken block, as many pages have; one nested past the parser's depth
             continue
         for item in _json_objects(data):
             kinds = item.get("@type")

@@ -106,7 +106,7 @@ def _jsonld_types(source: str) -> set[str]:
     for match in _JSONLD_TYPE.findall(source):
         try:
             named = json.loads(match)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON; an array nested past the parser's depth
             continue
         types.update(str(name).lower() for name in (named if isinstance(named, list) else [named]))
     return types

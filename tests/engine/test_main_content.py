@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 from collections import Counter
 
 import pytest
@@ -464,3 +465,23 @@ def test_a_structured_description_is_written_as_markdown_once_and_the_name_as_th
         "A curved sofa with feather cushions.", "<h1>Atelier Sofa</h1><p>A curved sofa with feather cushions."
     )
     assert words(main_content(shown, "https://shop.example/atelier-sofa").markdown).count("feather cushions") == 1
+
+
+def test_a_json_ld_block_nested_past_the_parsers_depth_is_left_out_and_a_deep_one_is_read():
+    too_deep = '{"@type": ' + "[" * 100_000 + "]}"  # past the JSON parser's depth: no product in it, no type
+    # As deep as the parser takes from here: the product in it is still found.
+    depth = next(depth for depth in range(sys.getrecursionlimit(), 0, -10) if parses("[" * depth + "]" * depth))
+    deep = json.dumps({"@type": "Product", "description": "Feather cushions.", "isRelatedTo": "X"})
+    deep = deep.replace('"X"', "[" * (depth - 20) + "]" * (depth - 20))
+    for block in (too_deep, deep):
+        html = product_page("Feather cushions.", "<h1>Atelier Sofa</h1>").replace("{broken", block)
+        converted = main_content(html, "https://shop.example/atelier-sofa")
+        assert converted.page_type == "product" and converted.markdown.endswith("\n\nFeather cushions.\n")
+
+
+def parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except RecursionError:
+        return False
+    return True
