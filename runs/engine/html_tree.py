@@ -26,7 +26,12 @@ def _parser() -> etree.HTMLParser:
     parser = getattr(_parsers, "parser", None)
     if parser is None:
         parser = etree.HTMLParser(
-            collect_ids=False, default_doctype=False, encoding="utf-8", remove_comments=True, remove_pis=True
+            collect_ids=False,
+            default_doctype=False,
+            encoding="utf-8",
+            remove_comments=True,
+            remove_pis=True,
+            huge_tree=True,  # else libxml2 stops at nesting depth 256 and the rest of the page is lost (_flattened)
         )
         parser.set_element_class_lookup(
             etree.ElementDefaultClassLookup(
@@ -50,11 +55,31 @@ def parse(page_html: str | None, *, as_written: bool = False):
         page_html = repair_faulty_html(page_html, page_html[:50].lower())
     try:
         try:
-            return lxml_html.fromstring(page_html, parser=_parser())
+            tree = lxml_html.fromstring(page_html, parser=_parser())
         except ValueError:  # "Unicode strings with encoding declaration are not supported"
-            return lxml_html.fromstring(page_html.encode("utf-8", "surrogatepass"), parser=_parser())
+            tree = lxml_html.fromstring(page_html.encode("utf-8", "surrogatepass"), parser=_parser())
     except (ValueError, etree.ParserError):
         return None
+    return _flattened(tree)
+
+
+# Elements this deep (the root is 1) hold their text without their markup. Past depth 256 libxml2 stopped parsing
+# (the text there and everything after it was lost), and what reads the tree recursively (markdownify) has Python's
+# recursion limit; Chromium also flattens its tree, from depth 512. No page in shared/datasets nests past 250.
+MAX_DEPTH = 200
+_AT_MAX_DEPTH = etree.XPath("/" + "/".join(["*"] * MAX_DEPTH))
+_NOT_TEXT = ("script", "style", "template", "noscript")
+
+
+def _flattened(tree):
+    """tree with the elements at MAX_DEPTH keeping the text below them, not its elements (scripts and styles are
+    dropped, not made text)."""
+    for element in _AT_MAX_DEPTH(tree):
+        for hidden in list(element.iterdescendants(*_NOT_TEXT)):
+            if hidden.getparent() is not None:
+                hidden.drop_tree()
+        etree.strip_tags(element, "*")
+    return tree
 
 
 def base_url(tree, url: str) -> str:

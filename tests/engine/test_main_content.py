@@ -485,3 +485,14 @@ def parses(text: str) -> bool:
     except RecursionError:
         return False
     return True
+
+
+@pytest.mark.parametrize("depth", [300, 2000])
+def test_a_page_nested_deeper_than_the_parser_went_keeps_its_text_and_what_follows(depth):
+    page = (
+        "<html><body><p>Intro text.</p>" + "<div>" * depth + "Deep <script>var x = 1;</script><b>text</b>"
+        + "</div>" * depth + "<p>After text.</p></body></html>"
+    )  # fmt: skip
+    for main_content_only in (False, True):
+        markdown = convert(page, main_content_only=main_content_only, url="https://example.com/").markdown
+        assert words(markdown) == "intro text deep text after text"
