@@ -203,6 +203,11 @@ class _Converter(MarkdownConverter):
     convert_figure = convert_address = convert_hgroup = convert_dialog = convert_menu = MarkdownConverter.convert_div
     convert_search = convert_center = convert_form = MarkdownConverter.convert_div
 
+    def convert_hN(self, n, el, text, parent_tags):
+        """A heading with no text (an icon's, or an image's, which the Markdown leaves out) is none: markdownify wrote
+        a bare "## " line."""
+        return super().convert_hN(n, el, text, parent_tags) if text.strip() else ""
+
     def escape(self, text, parent_tags):
         if "_" not in text or _KEPT in text:
             return super().escape(text, parent_tags)

@@ -496,3 +496,8 @@ def test_a_page_nested_deeper_than_the_parser_went_keeps_its_text_and_what_follo
     for main_content_only in (False, True):
         markdown = convert(page, main_content_only=main_content_only, url="https://example.com/").markdown
         assert words(markdown) == "intro text deep text after text"
+
+
+def test_a_heading_with_no_text_writes_no_heading_line():
+    page = "<html><body><p>Why us?</p><h2><img src='logo.png'></h2><p>Work</p><h3> </h3><h2>Real</h2></body></html>"
+    assert convert(page, main_content_only=False).markdown == "Why us?\n\nWork\n\n## Real\n"
