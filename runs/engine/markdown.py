@@ -224,6 +224,7 @@ _MARKDOWN = _Converter(heading_style="ATX", bullets="-", strip=["img"])
 def _convert(element) -> str:
     """element (lxml) as Markdown (element's inline boxes are told apart first: it changes)."""
     _separate_inline_boxes(element)
+    _joined_emphasis(element)
     soup = BeautifulSoup("", builder=_ElementTreeBuilder(element), element_classes={Tag: _Tag})
     markdown = _MARKDOWN.convert_soup(soup)
     # Runs of blank lines made by the page's layout become one; a code block's own blank lines are code.
@@ -257,6 +258,29 @@ def _separate_inline_boxes(root) -> None:
         if has_code and _IN_CODE(element):
             continue
         before.tail = " "
+
+
+_EMPHASIS = {"b": "strong", "strong": "strong", "i": "em", "em": "em"}
+
+
+def _joined_emphasis(root) -> None:
+    """Two emphasis elements of one kind with nothing between them become one ("<b>inittab</b><b>:</b>"): Markdown
+    cannot write them apart, and "**inittab****:**" showed its asterisks. (Two that _separate_inline_boxes spaced
+    stay two.)"""
+    for element in list(root.iter(*_EMPHASIS)):
+        before = element.getprevious()
+        if before is None or before.tail or not isinstance(before.tag, str):
+            continue
+        if _EMPHASIS.get(before.tag) != _EMPHASIS[element.tag] or element.getparent() is None:
+            continue
+        if element.text:
+            if len(before):
+                before[-1].tail = (before[-1].tail or "") + element.text
+            else:
+                before.text = (before.text or "") + element.text
+        before.extend(list(element))  # each child with its tail
+        before.tail = element.tail
+        element.getparent().remove(element)
 
 
 _LINKS = {"a": ("href",), "video": ("src", "poster"), "source": ("src",)}  # the URLs the Markdown keeps

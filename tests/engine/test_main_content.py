@@ -501,3 +501,15 @@ def test_a_page_nested_deeper_than_the_parser_went_keeps_its_text_and_what_follo
 def test_a_heading_with_no_text_writes_no_heading_line():
     page = "<html><body><p>Why us?</p><h2><img src='logo.png'></h2><p>Work</p><h3> </h3><h2>Real</h2></body></html>"
     assert convert(page, main_content_only=False).markdown == "Why us?\n\nWork\n\n## Real\n"
+
+
+def test_two_emphases_of_one_kind_written_next_to_each_other_are_one_that_a_commonmark_reader_reads():
+    page = (
+        "<html><body><p><b>/etc/inittab</b><b>:</b> a table, <em>see</em><i>,</i> <b>a<i>b</i></b><strong>!</strong>"
+        "</p></body></html>"
+    )
+    markdown = convert(page, main_content_only=False).markdown
+    assert markdown == "**/etc/inittab:** a table, *see,* **a*b*!**\n"
+    rendered = lxml_html.fromstring(MarkdownIt("commonmark").render(markdown))
+    assert [element.text_content() for element in rendered.iter("strong")] == ["/etc/inittab:", "ab!"]
+    assert "*" not in rendered.text_content()
