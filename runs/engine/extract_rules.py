@@ -30,6 +30,7 @@ import extruct
 from lxml import html as lxml_html
 from lxml.cssselect import CSSSelector, SelectorError
 
+from runs.engine.html_tree import schema_org_items
 from runs.engine.product_signals import heuristic_product, meta_product
 
 SOURCES = ("jsonld", "microdata", "meta", "heuristic", "structured")
@@ -160,19 +161,6 @@ def _types(item: dict) -> list[str]:
     return [_SCHEMA_ORG.sub("", str(k)) for k in kinds]
 
 
-def _walk_items(node: Any):
-    """Every schema.org item, including those nested in @graph, lists and properties."""
-    if isinstance(node, list):
-        for child in node:
-            yield from _walk_items(child)
-    elif isinstance(node, dict):
-        if "@type" in node or "type" in node:
-            yield node
-        for key, child in node.items():
-            if key in ("@graph", "properties") or isinstance(child, (list, dict)):
-                yield from _walk_items(child)
-
-
 def _lookup(item: Any, path: list[str]) -> Any:
     if not path:
         return item
@@ -273,8 +261,8 @@ class RulePage:
             except Exception:  # a page with broken markup has no usable structured data
                 data = {}
             self._structured = {
-                "jsonld": list(_walk_items(data.get("json-ld", []))),
-                "microdata": list(_walk_items(data.get("microdata", []))),
+                "jsonld": list(schema_org_items(data.get("json-ld", []))),
+                "microdata": list(schema_org_items(data.get("microdata", []))),
             }
         return self._structured
 

@@ -82,6 +82,20 @@ def _flattened(tree):
     return tree
 
 
+def schema_org_items(node):
+    """Every schema.org item (an object with a type) in structured data, including those nested in @graph, lists and
+    properties (JSON-LD as parsed, or extruct's uniform output)."""
+    if isinstance(node, list):
+        for child in node:
+            yield from schema_org_items(child)
+    elif isinstance(node, dict):
+        if "@type" in node or "type" in node:
+            yield node
+        for key, child in node.items():
+            if key in ("@graph", "properties") or isinstance(child, (list, dict)):
+                yield from schema_org_items(child)
+
+
 def base_url(tree, url: str) -> str:
     """What the page's relative links are relative to: its <base href> against url (the page's final URL), else url,
     also when the base cannot be read as a URL (as browsers do: a bad IPv6 literal)."""

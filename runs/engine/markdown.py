@@ -40,7 +40,7 @@ from trafilatura.core import determine_returnstring
 from trafilatura.metadata import Document
 from trafilatura.settings import Extractor
 
-from runs.engine.html_tree import JSON_LD_SCRIPTS, base_url, class_and_id, parse
+from runs.engine.html_tree import JSON_LD_SCRIPTS, base_url, class_and_id, parse, schema_org_items
 from runs.engine.page_type import likeliest, page_type
 
 _BLANK_LINES = re.compile(r"\n(?:[ \t]*\n){2,}")  # lines with nothing but blanks count as blank
@@ -189,11 +189,8 @@ class _ElementTreeBuilder(HTMLTreeBuilder):
 
 
 class _Converter(MarkdownConverter):
-    """markdownify's converter, escaping an underscore only where Markdown could read it as emphasis. markdownify
-    escapes every one ("max\\_retries", "Director\\_Oh"): noise in the text a reader or a model gets, and a word cut
-    in two by anything that strips Markdown's marks. A run of underscores between two letters or digits never opens
-    or closes emphasis (CommonMark's flanking rules), so it is written as it is; markdownify escapes one text node at
-    a time, and an underscore at a node's edge is escaped as before."""
+    """markdownify's converter, with what it wrote wrong for pages: blocks it did not know, empty headings, and an
+    underscore escaped inside a word."""
 
     # Block elements markdownify does not know as such (it writes their text inline): an FAQ's question ran into its
     # answer ("Is it free?Yes, always."), a fieldset's legend into its first choice. Written as markdownify writes a
@@ -209,6 +206,10 @@ class _Converter(MarkdownConverter):
         return super().convert_hN(n, el, text, parent_tags) if text.strip() else ""
 
     def escape(self, text, parent_tags):
+        """markdownify escapes every underscore ("max\\_retries", "Director\\_Oh"): noise in the text a reader or a
+        model gets, and a word cut in two by anything that strips Markdown's marks. A run of underscores between two
+        letters or digits never opens or closes emphasis (CommonMark's flanking rules), so it is written as it is;
+        text comes one node at a time, and an underscore at a node's edge is escaped as before."""
         if "_" not in text or _KEPT in text:
             return super().escape(text, parent_tags)
         kept = _INTRAWORD_UNDERSCORES.sub(lambda run: _KEPT * len(run[0]), text)
@@ -494,22 +495,11 @@ def _structured_product(tree) -> tuple[str, str] | None:
             data = json.loads(script.text or "")
         except (ValueError, RecursionError):  # a broken block, as many pages have; one nested past the parser's depth
             continue
-        for item in _json_objects(data):
+        for item in schema_org_items(data):
             kinds = item.get("@type")
             if "product" in {str(kind).lower() for kind in (kinds if isinstance(kinds, list) else [kinds])}:
                 return _plain(item.get("name")), _plain(item.get("description"))
     return None
-
-
-def _json_objects(data):
-    """Every JSON object in data, depth first (a Product inside an @graph, an ItemPage's mainEntity...)."""
-    if isinstance(data, dict):
-        yield data
-        for value in data.values():
-            yield from _json_objects(value)
-    elif isinstance(data, list):
-        for value in data:
-            yield from _json_objects(value)
 
 
 def _plain(value) -> str:
