@@ -58,6 +58,10 @@ _BOILERPLATE = re.compile(
     r"login|search|toolbar|pagination|pager|ads?|advert|sponsor)(?:$|[\s_-])",
     re.IGNORECASE,
 )
+_PANEL = re.compile(
+    r"(?:^|[\s_-])(?:tabs?|tabpanel|tab-pane|tab-panel|tab-content|accordion|collapse|collapsible|faq)(?:$|[\s_-])",
+    re.IGNORECASE,
+)
 # A cookie or consent banner (OneTrust's, Cookiebot's, a WordPress plugin's...) by its class or id: never the page's
 # content, yet on a page whose own text is short, trafilatura can take its long policy text for it.
 _CONSENT_BANNER = re.compile(
@@ -319,10 +323,18 @@ def whole_page_markdown(page_html: str, url: str | None = None) -> str:
 
 
 def _hidden(element) -> bool:
-    """Not shown. aria-hidden is not a sign of it: it hides from screen readers what is shown (a closed accordion's
-    text, a card's duplicated price), and dropping it lost content on wcxb-dev's collections (F1 0.653 -> 0.668)."""
+    """Not shown, and not a closed tab or accordion panel (_folded). aria-hidden is not a sign of it: it hides from
+    screen readers what is shown (a closed accordion's text, a card's duplicated price), and dropping it lost content
+    on wcxb-dev's collections (F1 0.653 -> 0.668)."""
     style = (element.get("style") or "").replace(" ", "").lower()
-    return element.get("hidden") is not None or "display:none" in style
+    return (element.get("hidden") is not None or "display:none" in style) and not _folded(element)
+
+
+def _folded(element) -> bool:
+    """A tab panel or an accordion's panel: hidden until its tab or heading is clicked, and then the page's content (a
+    quickstart's code in each language, a service's questions and answers). On the WCXB dev split, keeping them:
+    0.8537 -> 0.8548 (tuning half +0.0008, held-out half +0.0015), on 9 pages (7 better, 2 worse)."""
+    return element.get("role") == "tabpanel" or bool(_PANEL.search(class_and_id(element)))
 
 
 def _text_length(element) -> int:
