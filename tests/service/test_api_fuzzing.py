@@ -55,6 +55,9 @@ def schemathesis(service: LiveService, *args: str, config: Path | None = None) -
             "--suppress-health-check", "all",
             "--seed", "1",
             "--workers", "1",  # hypothesis describes strategies with ast.parse, which is not thread-safe on 3.11
+            # Correctness, not speed (benchmarks measure that): a batch of BATCH_MAX_RUNS (5,000) specs, which the
+            # coverage phase sends, took past schemathesis's 10 s default on a loaded machine ("Network Error").
+            "--request-timeout", "120",
             "--no-color",
             *args,
         ],
