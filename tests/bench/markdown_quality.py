@@ -8,9 +8,10 @@ against the ground truth's articleBody; mean per-page precision, recall and F1 (
 
 wcxb-dev (7 page types), the benchmark's own metric: word-level F1 of multisets of lower-cased \w+ tokens of the plain
 text of our Markdown against `main_content`, mean per page, overall and per labelled page type; trafilatura's own
-plain-text output is scored (and timed) on the same pages in the same run. Reported on the whole split and on its two
-halves (files sorted by id: even positions are what the page-type classifier was trained and the strategies tuned on,
-odd positions are held out). The two files without a `main_content` in their ground truth are left out.
+plain-text output is scored (and timed) on the same pages in the same run. Reported on the whole split, on its two
+halves (tests/datasets.py's wcxb_halves: files sorted by id, even positions are what the page-type classifier was
+trained and the strategies tuned on, odd positions are held out), and on the held-out pages of sites with no page in
+the tuning half. The two files without a `main_content` in their ground truth are left out.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import trafilatura
 
 from runs.engine.markdown import main_content, to_markdown
 from tests.bench.goals import Result, print_table, rows
-from tests.datasets import DATASETS
+from tests.datasets import DATASETS, wcxb_halves
 
 DATASET = DATASETS / "article-extraction"
 WCXB = DATASETS / "wcxb-dev"
@@ -79,40 +80,47 @@ def word_f1(extracted: str, truth: str) -> float:
 
 
 def wcxb_pages(step: int = 1):
-    """(position, id, labelled type, url, html, main_content) of the dev split's pages, sorted by id (every step-th)."""
-    position = 0
+    """(half, id, labelled type, url, html, main_content) of the dev split's pages, sorted by id (every step-th); half
+    as wcxb_halves gives it."""
+    halves = wcxb_halves()
     for truth_file in sorted((WCXB / "ground-truth").glob("*.json"))[::step]:
         truth = json.loads(truth_file.read_text())
         reference = truth["ground_truth"].get("main_content")
         if reference is None:
             continue
         html = gzip.decompress((WCXB / "html" / f"{truth_file.stem}.html.gz").read_bytes()).decode("utf-8", "replace")
-        yield position, truth_file.stem, truth["_internal"]["page_type"]["primary"], truth.get("url"), html, reference
-        position += 1
+        url = truth.get("url")
+        yield halves[truth_file.stem], truth_file.stem, truth["_internal"]["page_type"]["primary"], url, html, reference
 
 
 def measure_wcxb(step: int = 1) -> dict[str, float]:
-    ours: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    theirs: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    ours: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    theirs: dict[str, list[tuple[str, float]]] = defaultdict(list)
     timings, their_timings, right = [], [], 0
-    for position, _, label, url, html, reference in wcxb_pages(step):
+    for half, _, label, url, html, reference in wcxb_pages(step):
         started = time.perf_counter()
         content = main_content(html, url)
         timings.append((time.perf_counter() - started) * 1000)
         right += content.page_type == label
-        ours[label].append((position, word_f1(plain_text(content.markdown), reference)))
+        ours[label].append((half, word_f1(plain_text(content.markdown), reference)))
         started = time.perf_counter()
         extracted = trafilatura.extract(html, url=url) or ""
         their_timings.append((time.perf_counter() - started) * 1000)
-        theirs[label].append((position, word_f1(extracted, reference)))
+        theirs[label].append((half, word_f1(extracted, reference)))
     found: dict[str, float] = {}
-    halves = {"": lambda _: True, ", tuning half": lambda n: n % 2 == 0, ", held-out half": lambda n: n % 2 == 1}
-    for half, keep in halves.items():
+    parts = {
+        "": lambda _: True,
+        ", tuning half": lambda half: half == "tuning",
+        ", held-out half": lambda half: half.startswith("held-out"),
+        ", held-out, other sites": lambda half: half == "held-out",
+    }
+    for part, keep in parts.items():
         for name, scored in (("ours", ours), ("trafilatura", theirs)):
-            every = [f1 for pages in scored.values() for n, f1 in pages if keep(n)]
-            found[f"wcxb-dev F1 overall{half}, {name}"] = statistics.mean(every)
+            every = [f1 for pages in scored.values() for half, f1 in pages if keep(half)]
+            found[f"wcxb-dev F1 overall{part}, {name}"] = statistics.mean(every)
             for label in sorted(scored):
-                found[f"wcxb-dev F1 {label}{half}, {name}"] = statistics.mean(f1 for n, f1 in scored[label] if keep(n))
+                kept = [f1 for half, f1 in scored[label] if keep(half)]
+                found[f"wcxb-dev F1 {label}{part}, {name}"] = statistics.mean(kept) if kept else float("nan")
     found["wcxb-dev page type labelled right (share)"] = right / len(timings)
     found["wcxb-dev pages"] = len(timings)
     found["wcxb-dev conversion p50 ms/page"] = statistics.median(timings)

@@ -3,8 +3,9 @@ runs/engine/page_type_weights.py.
 
     .venv/bin/python -m tests.bench.train_page_type [--check]
 
-Trained on half of the split (files sorted by id, even positions) and reported on both halves, so the held-out
-figure is not fitted to itself; the weights shipped are those of that half-split model. A multinomial logistic
+Trained on half of the split (tests/datasets.py's wcxb_halves: files sorted by id, even positions) and reported on
+both halves, so the held-out figure is not fitted to itself, and on the held-out pages of sites with no page in the
+tuning half; the weights shipped are those of that half-split model. A multinomial logistic
 regression with L2, by plain stochastic gradient descent on standardised features (folded back into the weights
 written). --check prints the accuracies of the shipped weights without training.
 """
@@ -23,14 +24,15 @@ from collections import Counter
 from pathlib import Path
 
 from runs.engine import page_type
-from tests.datasets import DATASETS
+from tests.datasets import DATASETS, wcxb_halves
 
 DATASET = DATASETS / "wcxb-dev"
 WEIGHTS_FILE = Path(page_type.__file__).with_name("page_type_weights.py")
 
 
 def pages() -> list[tuple[str, str, dict[str, float]]]:
-    """(id, labelled type, features) of every page of the split, sorted by id."""
+    """(half, labelled type, features) of every page of the split, sorted by id; half as wcxb_halves gives it."""
+    halves = wcxb_halves()
     found = []
     for truth_file in sorted((DATASET / "ground-truth").glob("*.json")):
         truth = json.loads(truth_file.read_text())
@@ -38,7 +40,8 @@ def pages() -> list[tuple[str, str, dict[str, float]]]:
             "utf-8", "replace"
         )
         label = truth["_internal"]["page_type"]["primary"]
-        found.append((truth_file.stem, label, page_type.features(html, truth.get("url"))))
+        url = truth.get("url")
+        found.append((halves[truth_file.stem], label, page_type.features(html, url)))
     return found
 
 
@@ -116,8 +119,9 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=1e-2)
     args = parser.parse_args()
     everything = pages()
-    tuning = [(label, found) for n, (_, label, found) in enumerate(everything) if n % 2 == 0]
-    held_out = [(label, found) for n, (_, label, found) in enumerate(everything) if n % 2 == 1]
+    tuning = [(label, found) for half, label, found in everything if half == "tuning"]
+    held_out = [(label, found) for half, label, found in everything if half.startswith("held-out")]
+    other_sites = [(label, found) for half, label, found in everything if half == "held-out"]
     if args.check:
         from runs.engine.page_type_weights import BIAS, WEIGHTS
 
@@ -126,7 +130,7 @@ def main() -> None:
         names = sorted({name for _, found in tuning for name in found} - {"bias"})
         bias, weights = train(tuning, names, epochs=args.epochs, l2=args.l2)
         write(bias, weights)
-    for label, rows in (("tuning half", tuning), ("held-out half", held_out)):
+    for label, rows in (("tuning half", tuning), ("held-out half", held_out), ("held-out, other sites", other_sites)):
         share, confusions = accuracy(rows, bias, weights)
         print(f"{label}: accuracy {share:.3f} on {len(rows)} pages")
         wrong = Counter({pair: n for pair, n in confusions.items() if pair[0] != pair[1]})
