@@ -323,11 +323,10 @@ def whole_page_markdown(page_html: str, url: str | None = None) -> str:
 
 
 def _hidden(element) -> bool:
-    """Not shown, and not a closed tab or accordion panel (_folded). aria-hidden is not a sign of it: it hides from
-    screen readers what is shown (a closed accordion's text, a card's duplicated price), and dropping it lost content
-    on wcxb-dev's collections (F1 0.653 -> 0.668)."""
+    """Not shown. aria-hidden is not a sign of it: it hides from screen readers what is shown (a closed accordion's
+    text, a card's duplicated price), and dropping it lost content on wcxb-dev's collections (F1 0.653 -> 0.668)."""
     style = (element.get("style") or "").replace(" ", "").lower()
-    return (element.get("hidden") is not None or "display:none" in style) and not _folded(element)
+    return element.get("hidden") is not None or "display:none" in style
 
 
 def _folded(element) -> bool:
@@ -377,7 +376,10 @@ def _without_boilerplate(root):
 
 
 def _boilerplate(element) -> bool:
-    return _hidden(element) or bool(_BOILERPLATE.search(f"{class_and_id(element)} {element.get('role') or ''}"))
+    """Hidden (save a closed tab or accordion panel), or named as boilerplate."""
+    if _hidden(element) and not _folded(element):
+        return True
+    return bool(_BOILERPLATE.search(f"{class_and_id(element)} {element.get('role') or ''}"))
 
 
 def _drop_where(root, is_out) -> None:
