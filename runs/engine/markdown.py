@@ -10,8 +10,9 @@ Main content depends on what kind of page it is (runs/engine/page_type.py). Two 
   This keeps what trafilatura drops on pages made of many small blocks: the cards of a listing or a collection,
   every section of a service page, every reply of a forum thread (trafilatura often keeps the first post only).
 Cookie and consent banners are taken out of the page first (on a page whose own text is short, trafilatura took
-OneTrust's policy text for it). On a forum thread, a post that a reply quotes in full (or a thread rendered twice) is
-given once (without_repeats).
+OneTrust's policy text for it); on a product page, so are its reviews, ratings, carousels and up-sells, which its
+description does not include (_AROUND_PRODUCT). On a forum thread, a post that a reply quotes in full (or a thread
+rendered twice) is given once (without_repeats).
 STRATEGIES says, per type, how trafilatura is run (favouring recall or not; with its fallback extractors, readability
 and jusText, or without: `fast`) and how short its text may be against the main region's before the region is taken
 instead (0: never). Tuned on half of the WCXB development split, reported on the other half
@@ -68,6 +69,12 @@ _CONSENT_BANNER = re.compile(
     r"(?:^|[\s_-])(?:cookies?|consent|onetrust|ot-sdk|gdpr|cookiebot|truste)(?:$|[\s_-])|(?:^|\s)(?:onetrust|cybotcookiebot|cookie)",
     re.IGNORECASE,
 )
+# What a product page shows round the product and that is not its content: its reviews and ratings (the site's own or
+# a review service's widget), carousels and up-sells (of other products: "you may also like", "recently viewed").
+_AROUND_PRODUCT = re.compile(
+    r"(?:^|[\s_-])(?:reviews?|ratings?|carousels?|up-?sells?|cross-?sells?|bazaarvoice|yotpo|okendo|judgeme|trustpilot)(?:$|[\s_-])",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"\w+")
 _LINK_TARGET = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _QUOTE_BREAK = re.compile(r"\s*>[>\s]*$")  # a quote's blank line, between its paragraphs
@@ -83,6 +90,7 @@ class Strategy:
     shortest: float  # how short its text may be against the main region's before the region is taken (0: never)
     once: bool = False  # a paragraph given word for word again is left out (without_repeats)
     whole: bool = False  # trafilatura's text may be widened to the whole of the element that holds it (_widened)
+    product: bool = False  # reviews, ratings and carousels are taken out first (_AROUND_PRODUCT); JSON-LD adds to it
 
 
 STRATEGIES = {
@@ -91,7 +99,7 @@ STRATEGIES = {
     "documentation": Strategy(recall=True, fast=True, shortest=0.6),
     "forum": Strategy(recall=False, fast=False, shortest=0.5, once=True),
     "listing": Strategy(recall=False, fast=True, shortest=0.9),
-    "product": Strategy(recall=False, fast=False, shortest=0.2),
+    "product": Strategy(recall=False, fast=False, shortest=0.4, product=True),
     "service": Strategy(recall=False, fast=True, shortest=0.8),
 }
 # A page that is an article by less than even odds (a service or listing page with long paragraphs, often) has
@@ -489,11 +497,13 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     kind, probability = likeliest(tree=tree, url=url)
     if url:  # before trafilatura, which resolves a relative link against the site's root, not the page
         _absolute_links(tree, base_url(tree, url))
-    _drop_consent_banners(tree)
+    _drop_named(tree, _CONSENT_BANNER)
     strategy = STRATEGIES[kind]
     if kind == "article" and probability < UNSURE_ARTICLE:
         strategy = UNSURE_ARTICLE_STRATEGY
-    product = _structured_product(tree) if kind == "product" else None  # read before the region drops scripts
+    product = _structured_product(tree) if strategy.product else None  # read before the region drops scripts
+    if strategy.product:
+        _drop_named(tree, _AROUND_PRODUCT)
     markdown = _chosen(tree, url, strategy)
     if not markdown.strip():
         markdown = whole_page_markdown(page_html, url)
@@ -550,15 +560,12 @@ def _with_product(markdown: str, name: str, description: str) -> str:
     return markdown
 
 
-def _drop_consent_banners(tree) -> None:
-    """Takes the cookie and consent banners out of tree: the elements _CONSENT_BANNER names by class or id. After the
-    page's type is told, which was learnt with them in."""
+def _drop_named(tree, names: re.Pattern) -> None:
+    """Takes out of tree's body the elements whose class or id names match (cookie and consent banners: _CONSENT_BANNER;
+    a product's reviews: _AROUND_PRODUCT), save one that holds half of the body's text or more (_drop_where). After
+    the page's type is told, which was learnt with them in."""
     body = tree.find("body")
-    _drop_where(body if body is not None else tree, _consent_banner)
-
-
-def _consent_banner(element) -> bool:
-    return bool(_CONSENT_BANNER.search(class_and_id(element)))
+    _drop_where(body if body is not None else tree, lambda element: bool(names.search(class_and_id(element))))
 
 
 def _chosen(tree, url: str | None, strategy: Strategy) -> str:

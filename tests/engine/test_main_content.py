@@ -455,6 +455,18 @@ def test_block_elements_markdownify_does_not_know_are_paragraphs_of_their_own():
     assert markdown == "Is it free?\n\nYes, always.\n\nSize\n\nS M\n\nA map\n\n1 Main St\n"  # no line of blanks
 
 
+def test_a_products_reviews_are_not_its_content():
+    """rei.com's day pack (a held-out page): its description and specs are the content; the customer reviews under
+    them (an element named "reviews") are not, as the page's reference has it."""
+    html, truth = dev_page("0628")
+    found = main_content(html, truth["url"])
+    text = words(plain_text(found.markdown))
+    assert found.page_type == "product"
+    assert missing(text, truth) == []
+    assert words("Great Bag, Gets the Job Done") not in text
+    assert words("Fantastic bag that just falls short of 5 stars for me") not in text
+
+
 def test_a_products_description_from_its_structured_data_is_given_when_the_page_text_lacks_it():
     html, truth = dev_page("0615")  # Walmart: the description is in the JSON-LD, not in the page's static text
     converted = main_content(html, truth["url"])
