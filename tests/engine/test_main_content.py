@@ -20,7 +20,7 @@ import pytest
 from lxml import html as lxml_html
 from markdown_it import MarkdownIt
 
-from runs.engine.markdown import convert, main_content, main_region, without_repeats
+from runs.engine.markdown import convert, main_content, main_region, without_controls, without_repeats
 from runs.engine.page_type import likeliest, page_type
 from tests.bench.markdown_quality import plain_text
 from tests.datasets import DATASETS
@@ -264,6 +264,30 @@ def test_a_forum_thread_gives_a_quoted_post_once():
     assert content.page_type == "forum"
     assert missing(text, truth) == []
     assert text.count("has anybody tried perhaps a beta of ubuntu 24 04") == 1
+
+
+def test_a_line_that_is_a_control_alone_is_left_out_and_the_same_words_in_text_or_code_are_kept():
+    markdown = (
+        "[Skip to main content](https://shop.example/#main)\n\n# Trail 25 Pack\n\n### Loading...\n\n"
+        "A light day pack with two side pockets.\n\n[Read more](https://shop.example/trail-25)\n\n"
+        "- Quick view\n- Padded straps\n\nSort: Best Match\n\n**[Add to Cart](https://shop.example/cart)**\n\n"
+        "Read more about the fabric in our guide, then add to cart.\n\n```\nnext\nclose\n```\n\n"
+        "## Next steps\n\nShare:\n"
+    )
+    assert without_controls(markdown) == (
+        "# Trail 25 Pack\n\nA light day pack with two side pockets.\n\n- Padded straps\n\n"
+        "Read more about the fabric in our guide, then add to cart.\n\n```\nnext\nclose\n```\n\n## Next steps\n"
+    )
+
+
+def test_a_real_collections_controls_are_not_its_content():
+    """rei.com's bike helmets (a collection): its grid's "Sort: Best Match" and "Skip to search results" are not in
+    the Markdown, its products are."""
+    html, truth = dev_page("3029")
+    markdown = main_content(html, truth["url"]).markdown
+    assert "Thousand Heritage 2.0 Bike Helmet" in markdown
+    assert "Sort: Best Match" not in markdown
+    assert "Skip to search results" not in markdown
 
 
 def test_without_repeats_keeps_short_lines_and_code_blocks_whole():
