@@ -109,7 +109,7 @@ STRATEGIES = {
     "documentation": Strategy(recall=True, fast=True, shortest=0.6),
     "forum": Strategy(recall=False, fast=False, shortest=0.5, once=True),
     "listing": Strategy(recall=False, fast=True, shortest=0.9),
-    "product": Strategy(recall=False, fast=False, shortest=0.4, product=True),
+    "product": Strategy(recall=True, fast=True, shortest=0.4, product=True),
     "service": Strategy(recall=False, fast=True, shortest=0.8),
 }
 # A page that is an article by less than even odds (a service or listing page with long paragraphs, often) has
