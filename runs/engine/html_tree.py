@@ -111,3 +111,11 @@ def base_url(tree, url: str) -> str:
 def class_and_id(element) -> str:
     """What an element is named by, its class and id: "class id"."""
     return f"{element.get('class') or ''} {element.get('id') or ''}"
+
+
+def hidden(element) -> bool:
+    """Hidden by its own markup: the hidden attribute, or display:none in its style (whatever the case and the blanks).
+    aria-hidden is not a sign of it: it hides from screen readers what is shown (a closed accordion's text, a card's
+    duplicated price), and dropping it lost content on wcxb-dev's collections (F1 0.653 -> 0.668)."""
+    style = (element.get("style") or "").replace(" ", "").lower()
+    return element.get("hidden") is not None or "display:none" in style

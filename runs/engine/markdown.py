@@ -42,7 +42,7 @@ from trafilatura.core import determine_returnstring
 from trafilatura.metadata import Document
 from trafilatura.settings import Extractor
 
-from runs.engine.html_tree import JSON_LD_SCRIPTS, base_url, class_and_id, parse, schema_org_items
+from runs.engine.html_tree import JSON_LD_SCRIPTS, base_url, class_and_id, hidden, parse, schema_org_items
 from runs.engine.page_type import likeliest, page_type
 
 _BLANK_LINES = re.compile(r"\n(?:[ \t]*\n){2,}")  # lines with nothing but blanks count as blank
@@ -340,13 +340,6 @@ def whole_page_markdown(page_html: str, url: str | None = None) -> str:
     return "" if tree is None else _whole_page(tree, url)
 
 
-def _hidden(element) -> bool:
-    """Not shown. aria-hidden is not a sign of it: it hides from screen readers what is shown (a closed accordion's
-    text, a card's duplicated price), and dropping it lost content on wcxb-dev's collections (F1 0.653 -> 0.668)."""
-    style = (element.get("style") or "").replace(" ", "").lower()
-    return element.get("hidden") is not None or "display:none" in style
-
-
 def _folded(element) -> bool:
     """A tab panel or an accordion's panel: hidden until its tab or heading is clicked, and then the page's content (a
     quickstart's code in each language, a service's questions and answers). On the WCXB dev split, keeping them:
@@ -395,7 +388,7 @@ def _without_boilerplate(root):
 
 def _boilerplate(element) -> bool:
     """Hidden (save a closed tab or accordion panel), or named as boilerplate."""
-    if _hidden(element) and not _folded(element):
+    if hidden(element) and not _folded(element):
         return True
     return bool(_BOILERPLATE.search(f"{class_and_id(element)} {element.get('role') or ''}"))
 

@@ -21,6 +21,8 @@ from typing import Any
 from lxml import etree
 from price_parser import Price
 
+from runs.engine.html_tree import hidden
+
 PRODUCT_PROPERTIES = ("name", "sku", "gtin", "gtin8", "gtin12", "gtin13", "gtin14", "mpn", "productID", "brand")
 OFFER_PROPERTIES = ("price", "lowPrice", "highPrice", "priceCurrency", "availability", "itemCondition")
 
@@ -464,9 +466,9 @@ def _words(text: str) -> list[str]:
 
 
 def _hidden(element: Any) -> bool:
-    if not isinstance(element.tag, str) or element.tag in _INVISIBLE:
-        return True
-    return element.get("hidden") is not None or "display:none" in (element.get("style") or "").replace(" ", "")
+    """Not shown: a comment, an element that never shows (_INVISIBLE), or one hidden by its markup. A closed tab or
+    accordion panel counts as hidden here (the main content keeps those): the price looked for is the one shown."""
+    return not isinstance(element.tag, str) or element.tag in _INVISIBLE or hidden(element)
 
 
 def _visible_text(element: Any) -> str:
