@@ -20,7 +20,14 @@ import pytest
 from lxml import html as lxml_html
 from markdown_it import MarkdownIt
 
-from runs.engine.markdown import convert, main_content, main_region, without_controls, without_repeats
+from runs.engine.markdown import (
+    convert,
+    main_content,
+    main_region,
+    without_controls,
+    without_repeated_runs,
+    without_repeats,
+)
 from runs.engine.page_type import likeliest, page_type
 from tests.bench.markdown_quality import plain_text
 from tests.datasets import DATASETS
@@ -288,6 +295,32 @@ def test_a_real_collections_controls_are_not_its_content():
     assert "Thousand Heritage 2.0 Bike Helmet" in markdown
     assert "Sort: Best Match" not in markdown
     assert "Skip to search results" not in markdown
+
+
+def test_an_article_rendered_once_per_screen_size_is_given_once():
+    """loona-construction.com's blog post renders its body three times (for three screen sizes; the page's CSS shows
+    one): the Markdown gives it once."""
+    html, truth = dev_page("0355")
+    markdown = main_content(html, truth["url"]).markdown
+    assert markdown.count("Cosmetic Updates: These projects include painting, flooring, and minor repairs") == 1
+    assert missing(words(plain_text(markdown)), truth) == []
+
+
+def test_a_long_run_of_lines_given_again_is_left_out_and_a_short_one_or_code_is_kept():
+    story = "\n\n".join(
+        f"Paragraph {n} of the spring report on the river restoration, with the survey's counts of trout and herons."
+        for n in range(1, 10)
+    )  # 9 paragraphs of 18 words: 162 words
+    plan = "- Unlimited projects and boards\n- Priority email support\n- Daily backups kept for a month"  # 15 words
+    code = "```\npip install riverkit\nriverkit survey --river Elwha --year 2025 --counts trout herons\n```"
+    markdown = f"# Report\n\n{story}\n\n## Plans\n\n{plan}\n\n{plan}\n\n## Summary\n\n{story}\n\n{code}\n\n{code}\n"
+    kept = f"# Report\n\n{story}\n\n## Plans\n\n{plan}\n\n{plan}\n\n## Summary\n\n{code}\n\n{code}\n"
+    assert without_repeated_runs(markdown) == kept
+    # The same steps again after a code block (with another language's code) stay with it.
+    steps = f"{story}\n\n{code}\n\n{story}\n\n{code.replace('pip install', 'npm install')}\n"
+    assert without_repeated_runs(steps) == steps
+    shorter = "\n\n".join(story.split("\n\n")[:7])  # 126 words
+    assert without_repeated_runs(f"{shorter}\n\n## Again\n\n{shorter}\n") == f"{shorter}\n\n## Again\n\n{shorter}\n"
 
 
 def test_without_repeats_keeps_short_lines_and_code_blocks_whole():
