@@ -13,7 +13,8 @@ Cookie and consent banners are taken out of the page first (on a page whose own 
 OneTrust's policy text for it); on a product page, so are its reviews, ratings, carousels and up-sells, which its
 description does not include (_AROUND_PRODUCT). On a forum thread, a post that a reply quotes in full (or a thread
 rendered twice) is given once (without_repeats); on every page, so is a long run of lines given twice word for word
-(a block rendered once per screen size: without_repeated_runs). Lines that are a control alone ("Add to cart",
+(a block rendered once per screen size: without_repeated_runs), and a line right after one with the same words
+(without_doubled_lines). Lines that are a control alone ("Add to cart",
 "Read more", "Loading...") are left out (without_controls).
 STRATEGIES says, per type, how trafilatura is run (favouring recall or not; with its fallback extractors, readability
 and jusText, or without: `fast`) and how short its text may be against the main region's before the region is taken
@@ -510,6 +511,27 @@ def without_repeated_runs(markdown: str) -> str:
     return "".join(parts)
 
 
+def without_doubled_lines(markdown: str) -> str:
+    """markdown without a line whose words are those of the text line before it: a card's title written as a link and
+    again as a heading (and a third time for another screen size), a tagline given twice. Table rows and code blocks
+    are kept as they are."""
+    parts = _FENCED.split(markdown)
+    for index in range(0, len(parts), 2):
+        kept: list[str] = []
+        before: tuple[str, ...] = ()
+        for line in parts[index].split("\n"):
+            if not line.strip():
+                kept.append(line)
+                continue
+            words = _line_words(line)
+            if words and words == before and not line.lstrip().startswith("|"):
+                continue
+            before = words
+            kept.append(line)
+        parts[index] = _BLANK_LINES.sub("\n\n", "\n".join(kept))
+    return "".join(parts)
+
+
 def without_controls(markdown: str) -> str:
     """markdown without the lines that are a page's controls alone (_CONTROL: "Add to cart", "Read more", "Loading...",
     "Sort: Best Match", "Skip to content"...), as a link, a heading or a list item too. Code blocks are kept whole."""
@@ -569,7 +591,7 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
         markdown = whole_page_markdown(page_html, url)
     if strategy.once:
         markdown = without_repeats(markdown)
-    markdown = without_controls(without_repeated_runs(markdown))
+    markdown = without_controls(without_doubled_lines(without_repeated_runs(markdown)))
     return Converted(_with_product(markdown, *product) if product else markdown, kind)
 
 

@@ -25,6 +25,7 @@ from runs.engine.markdown import (
     main_content,
     main_region,
     without_controls,
+    without_doubled_lines,
     without_repeated_runs,
     without_repeats,
 )
@@ -321,6 +322,28 @@ def test_a_long_run_of_lines_given_again_is_left_out_and_a_short_one_or_code_is_
     assert without_repeated_runs(steps) == steps
     shorter = "\n\n".join(story.split("\n\n")[:7])  # 126 words
     assert without_repeated_runs(f"{shorter}\n\n## Again\n\n{shorter}\n") == f"{shorter}\n\n## Again\n\n{shorter}\n"
+
+
+def test_a_line_with_the_words_of_the_line_before_it_is_given_once():
+    markdown = (
+        "- [Dark Roast Coffee](https://shop.example/dark)\n\n  ### [Dark Roast Coffee](https://shop.example/dark)\n\n"
+        "  ### Dark Roast Coffee\n\n  $19.99\n- [Espresso Roast](https://shop.example/espresso)\n\n  $19.99\n\n"
+        "Dark Roast Coffee\n\n| Size | Price |\n| --- | --- |\n| 12 oz | $19.99 |\n| 12 oz | $19.99 |\n\n"
+        "```\nretry\nretry\n```\n"
+    )
+    assert without_doubled_lines(markdown) == (
+        "- [Dark Roast Coffee](https://shop.example/dark)\n\n  $19.99\n- [Espresso Roast](https://shop.example/espresso)"
+        "\n\n  $19.99\n\nDark Roast Coffee\n\n"
+        "| Size | Price |\n| --- | --- |\n| 12 oz | $19.99 |\n| 12 oz | $19.99 |\n\n"
+        "```\nretry\nretry\n```\n"
+    )
+
+
+def test_a_collections_card_gives_its_title_once():
+    """deathwishcoffee.com's coffee collection: each card wrote its product's name as a link and twice as a heading."""
+    html, truth = dev_page("0638")
+    markdown = main_content(html, truth["url"]).markdown
+    assert markdown.count("Chocolate Hazelnut Coffee") == 1
 
 
 def test_without_repeats_keeps_short_lines_and_code_blocks_whole():
