@@ -317,25 +317,41 @@ def _joined_emphasis(root) -> None:
 _LINKS = {"a": ("href",), "video": ("src", "poster"), "source": ("src",)}  # the URLs the Markdown keeps
 
 
-def _absolute_links(root, base: str) -> None:
-    """Resolve root's link targets that the Markdown keeps against base. lxml's make_links_absolute does every
-    URL-bearing attribute and CSS url() of every element: three times the work."""
+def _link_targets(root, base: str | None) -> None:
+    """Resolve root's link targets that the Markdown keeps against base (when there is one: before trafilatura, which
+    resolves a relative link against the site's root, not the page), and take out of them the characters XML does
+    not allow (_NOT_XML). lxml's make_links_absolute does every URL-bearing attribute and CSS url() of every element:
+    three times the work."""
     for element in root.iter(*_LINKS):
         for name in _LINKS[element.tag]:
             value = element.get(name)
             if not value or value.isspace():  # none, or a link to the page itself
                 continue
-            try:
-                absolute = urljoin(base, value.strip())
-            except ValueError:  # an unparseable URL stays as written
-                continue
-            if absolute != value:
-                element.set(name, absolute)
+            target = _NOT_XML.sub("", value) if _NOT_XML.search(value) else value
+            if base:
+                target = _joined(base, target)
+            if target != value:
+                element.set(name, target)
+
+
+def _joined(base: str, target: str) -> str:
+    """target resolved against base; as written when it cannot be parsed."""
+    try:
+        return urljoin(base, target.strip())
+    except ValueError:
+        return target
+
+
+# Characters XML does not allow (C0 controls save tab, line feed and carriage return). lxml reads them in an attribute
+# written as a character reference ("&#8;"), then refuses to set them in one: a relative link with one made the page's
+# conversion fail, and trafilatura, which copies each link's target into an attribute of its own, dropped the whole
+# page's text (a share link quoting a comment: stylebyemilyhenderson.com's post came out as its main region, comments
+# and all).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def _whole_page(tree, url: str | None) -> str:
-    if url:
-        _absolute_links(tree, base_url(tree, url))
+    _link_targets(tree, base_url(tree, url) if url else None)
     for element in tree.iter(*_DROPPED_TAGS):
         element.drop_tree()
     body = tree.find("body")
@@ -577,8 +593,7 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     if tree is None:
         return Converted("", "article")
     kind, probability = likeliest(tree=tree, url=url)
-    if url:  # before trafilatura, which resolves a relative link against the site's root, not the page
-        _absolute_links(tree, base_url(tree, url))
+    _link_targets(tree, base_url(tree, url) if url else None)
     _drop_named(tree, _CONSENT_BANNER)
     strategy = STRATEGIES[kind]
     if kind == "article" and probability < UNSURE_ARTICLE:

@@ -465,6 +465,29 @@ def test_relative_links_in_main_content_resolve_against_the_page_and_its_base_hr
     assert "[part one](https://example.com/v2/part-one.html)" in found
 
 
+def test_a_link_target_with_a_character_xml_does_not_allow_is_written_without_it():
+    """A "&#8;" in a link's target (a share link quoting a comment) made the conversion fail."""
+    page = (
+        "<html><body><h1>Notes</h1><p>The ferry leaves at nine from the north pier, weather permitting, every day.</p>"
+        '<p><a href="/share?text=18&#8;...">Share this</a></p></body></html>'
+    )
+    url = "https://port.example/"
+    whole = convert(page, main_content_only=False, url=url).markdown
+    assert "[Share this](https://port.example/share?text=18...)" in whole
+    assert "[Share this](/share?text=18...)" in convert(page, main_content_only=False).markdown
+    for given in (url, None):
+        assert "The ferry leaves at nine" in convert(page, main_content_only=True, url=given).markdown
+
+
+def test_an_article_with_such_a_link_is_trafilaturas_text_and_not_its_region():
+    """stylebyemilyhenderson.com: its comments' share links held a "&#8;", and trafilatura dropped the whole page, so
+    the main region (the post and 36 comments) stood in for it."""
+    html, truth = dev_page("0121")
+    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    assert missing(text, truth) == []
+    assert words("Can we have a follow up post with pictures of the rooms") not in text
+
+
 def test_a_base_href_that_is_not_a_url_is_ignored_as_browsers_do():
     # An unclosed IPv6 literal in <base href>: the page is still converted, its links resolved against its own URL.
     page = """<html><head><base href="http://[::1/v2/"></head><body><main><h1>Guide</h1>
