@@ -465,6 +465,19 @@ def test_relative_links_in_main_content_resolve_against_the_page_and_its_base_hr
     assert "[part one](https://example.com/v2/part-one.html)" in found
 
 
+def test_a_short_pages_main_content_keeps_its_markdown_where_trafilatura_gives_only_its_baseline():
+    """On a page this short trafilatura finds no main text and gives its baseline, the page's text as one paragraph:
+    the main region gives the same text with its heading and link."""
+    page = (
+        "<html><body><h1>Notes</h1><p>The ferry leaves at nine from the north pier, weather permitting, every day.</p>"
+        '<p><a href="/timetable">Timetable</a></p></body></html>'
+    )
+    assert convert(page, main_content_only=True, url="https://port.example/").markdown == (
+        "# Notes\n\nThe ferry leaves at nine from the north pier, weather permitting, every day.\n\n"
+        "[Timetable](https://port.example/timetable)\n"
+    )
+
+
 def test_a_link_target_with_a_character_xml_does_not_allow_is_written_without_it():
     """A "&#8;" in a link's target (a share link quoting a comment) made the conversion fail."""
     page = (
