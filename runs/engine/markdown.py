@@ -14,8 +14,8 @@ OneTrust's policy text for it); on a product page, so are its reviews, ratings, 
 description does not include (_AROUND_PRODUCT). On a forum thread, a post that a reply quotes in full (or a thread
 rendered twice) is given once (without_repeats); on every page, so is a long run of lines given twice word for word
 (a block rendered once per screen size: without_repeated_runs), and a line right after one with the same words
-(without_doubled_lines). Lines that are a control alone ("Add to cart",
-"Read more", "Loading...") are left out (without_controls).
+(without_doubled_lines). Lines that are a control alone ("Add to cart", "Read more", "Loading...") are left out
+(without_controls).
 STRATEGIES says, per type, how trafilatura is run (favouring recall or not; with its fallback extractors, readability
 and jusText, or without: `fast`) and how short its text may be against the main region's before the region is taken
 instead (0: never). Tuned on half of the WCXB development split, reported on the other half
@@ -30,6 +30,7 @@ import html
 import json
 import re
 import threading
+from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urljoin
@@ -498,6 +499,19 @@ def _line_words(line: str) -> tuple[str, ...]:
     return tuple(word.lower() for word in _WORD.findall(_LINK_TARGET.sub(r"\1", line)))
 
 
+def _table_row(line: str) -> bool:
+    return line.lstrip().startswith("|")
+
+
+def _between_code(markdown: str, edit: Callable[[list[str]], list[str]]) -> str:
+    """markdown with the lines of each stretch between its code blocks as edit gives them back, runs of blank lines
+    made one; code blocks, whose own blank lines are code, as they are."""
+    parts = _FENCED.split(markdown)
+    for index in range(0, len(parts), 2):
+        parts[index] = _BLANK_LINES.sub("\n\n", "\n".join(edit(parts[index].split("\n"))))
+    return "".join(parts)
+
+
 def without_repeated_runs(markdown: str) -> str:
     """markdown without a run of lines of REPEATED_RUN_WORDS words or more given word for word before: a page that
     renders a block once per screen size (phone, tablet, desktop) shows one of them, and the Markdown, made without
@@ -505,10 +519,9 @@ def without_repeated_runs(markdown: str) -> str:
     more) seen before, one after another, between two code blocks: docs that give the same steps with each language's
     code (twilio's quickstart tabs) keep them with each. A shorter repeat is kept (a pricing plan's features, listed
     again in the next plan), and so are code blocks and table rows."""
-    parts = _FENCED.split(markdown)
-    for index in range(0, len(parts), 2):
-        lines = parts[index].split("\n")
-        words = [() if line.lstrip().startswith("|") else _line_words(line) for line in lines]
+
+    def edit(lines: list[str]) -> list[str]:
+        words = [() if _table_row(line) else _line_words(line) for line in lines]
         text_lines = [at for at, line_words in enumerate(words) if line_words]
         repeated = [False] * len(text_lines)
         seen: set[tuple[tuple[str, ...], ...]] = set()
@@ -528,39 +541,37 @@ def without_repeated_runs(markdown: str) -> str:
             if sum(len(words[at]) for at in run) >= REPEATED_RUN_WORDS:
                 dropped.update(run)
             run = []
-        parts[index] = _BLANK_LINES.sub("\n\n", "\n".join(line for at, line in enumerate(lines) if at not in dropped))
-    return "".join(parts)
+        return [line for at, line in enumerate(lines) if at not in dropped]
+
+    return _between_code(markdown, edit)
 
 
 def without_doubled_lines(markdown: str) -> str:
     """markdown without a line whose words are those of the text line before it: a card's title written as a link and
     again as a heading (and a third time for another screen size), a tagline given twice. Table rows and code blocks
     are kept as they are."""
-    parts = _FENCED.split(markdown)
-    for index in range(0, len(parts), 2):
+
+    def edit(lines: list[str]) -> list[str]:
         kept: list[str] = []
         before: tuple[str, ...] = ()
-        for line in parts[index].split("\n"):
+        for line in lines:
             if not line.strip():
                 kept.append(line)
                 continue
             words = _line_words(line)
-            if words and words == before and not line.lstrip().startswith("|"):
+            if words and words == before and not _table_row(line):
                 continue
             before = words
             kept.append(line)
-        parts[index] = _BLANK_LINES.sub("\n\n", "\n".join(kept))
-    return "".join(parts)
+        return kept
+
+    return _between_code(markdown, edit)
 
 
 def without_controls(markdown: str) -> str:
     """markdown without the lines that are a page's controls alone (_CONTROL: "Add to cart", "Read more", "Loading...",
     "Sort: Best Match", "Skip to content"...), as a link, a heading or a list item too. Code blocks are kept whole."""
-    parts = _FENCED.split(markdown)
-    for index in range(0, len(parts), 2):
-        lines = parts[index].split("\n")
-        parts[index] = _BLANK_LINES.sub("\n\n", "\n".join(line for line in lines if not _CONTROL.match(line)))
-    kept = "".join(parts).strip("\n")
+    kept = _between_code(markdown, lambda lines: [line for line in lines if not _CONTROL.match(line)]).strip("\n")
     return f"{kept}\n" if kept else ""
 
 
@@ -569,27 +580,27 @@ def without_repeats(markdown: str) -> str:
     "-", emphasis and link targets aside): a reply that quotes an earlier post, a thread rendered twice (threaded and
     flat) repeat posts word for word. Code blocks are kept whole, and so are table rows (a table's header and its
     rows are not quotes)."""
-    seen: set[tuple[str, ...]] = set()
-    parts = _FENCED.split(markdown)
-    for index in range(0, len(parts), 2):
+    seen: set[tuple[str, ...]] = set()  # across the whole thread, code blocks or not between
+
+    def edit(lines: list[str]) -> list[str]:
         kept: list[str] = []
         dropped_after: set[int] = set()  # i: a line was left out between kept[i] and kept[i + 1]
-        for line in parts[index].split("\n"):
+        for line in lines:
             words = _line_words(line)
-            if len(words) >= _ONCE_WORDS and not line.lstrip().startswith("|"):
+            if len(words) >= _ONCE_WORDS and not _table_row(line):
                 if words in seen:
                     dropped_after.add(len(kept) - 1)
                     continue
                 seen.add(words)
             kept.append(line)
         # A quote's blank line next to a paragraph left out would be an empty quote, or start one.
-        kept = [
+        return [
             line
             for at, line in enumerate(kept)
             if not (_QUOTE_BREAK.match(line) and (at - 1 in dropped_after or at in dropped_after))
         ]
-        parts[index] = _BLANK_LINES.sub("\n\n", "\n".join(kept))  # a code block's own blank lines are code
-    return "".join(parts)
+
+    return _between_code(markdown, edit)
 
 
 def main_content(page_html: str, url: str | None = None) -> Converted:
