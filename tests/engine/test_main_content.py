@@ -307,6 +307,42 @@ def test_an_article_rendered_once_per_screen_size_is_given_once():
     assert missing(words(plain_text(markdown)), truth) == []
 
 
+_SPECS = "".join(f"<li>Spec {n}: brushed steel frame, walnut top, {n} cable ports at the back.</li>" for n in range(6))
+
+
+@pytest.mark.parametrize(
+    ("small", "wide"),
+    [
+        ("md:hidden", "hidden md:block"),  # Tailwind
+        ("d-lg-none", "d-none d-lg-flex"),  # Bootstrap
+        ("mobile-only", "desktop-only"),
+    ],
+)
+def test_a_block_given_once_per_screen_size_is_given_once_and_a_phone_only_block_stays(small, wide):
+    heading = "<h2>Oak standing desk</h2><p>Ships in three days from the Portland workshop, assembled by hand.</p>"
+    html = (
+        f"<html><body><main><h1>Oak standing desk</h1><div class='{small}'>{heading}</div>"
+        f"<p>A desk that rises from sitting to standing height at the touch of a button, in solid oak.</p>"
+        f"<div class='{wide}'>{heading}</div><ul>{_SPECS}</ul>"
+        f"<div class='{small}'><p>Tap here to call the workshop from your phone for a fitting.</p></div>"
+        "</main></body></html>"
+    )
+    text = words(plain_text(main_content(html).markdown))
+    assert text.count(words("Ships in three days from the Portland workshop")) == 1
+    assert words("Tap here to call the workshop from your phone") in text
+    assert words("Spec 5: brushed steel frame") in text
+
+
+def test_a_real_footer_given_once_per_screen_size_is_not_content():
+    """shoebank.com's sneakers (a collection): its footer's links are given again in a block for small screens, which
+    is not named as a footer; as the footer, it is not the page's content."""
+    html, truth = dev_page("4293")
+    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    assert missing(text, truth) == []
+    assert words("Our Legacy") not in text
+    assert words("Woodlore") not in text
+
+
 def test_a_long_run_of_lines_given_again_is_left_out_and_a_short_one_or_code_is_kept():
     story = "\n\n".join(
         f"Paragraph {n} of the spring report on the river restoration, with the survey's counts of trout and herons."
