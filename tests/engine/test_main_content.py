@@ -26,6 +26,7 @@ from runs.engine.markdown import (
     main_region,
     without_controls,
     without_doubled_lines,
+    without_related,
     without_repeated_runs,
     without_repeats,
 )
@@ -341,6 +342,28 @@ def test_a_real_footer_given_once_per_screen_size_is_not_content():
     assert missing(text, truth) == []
     assert words("Our Legacy") not in text
     assert words("Woodlore") not in text
+
+
+def test_a_section_headed_as_other_pages_is_left_out_up_to_the_next_heading_of_its_level():
+    markdown = (
+        "# Oak desk\n\nSolid oak, hand finished.\n\n## Related products to explore\n\n"
+        "- [Walnut desk](https://shop.example/walnut)\n\n### [Maple desk](https://shop.example/maple)\n\n$420\n\n"
+        "## Care\n\nOil it twice a year.\n\n### You may also like\n\n[Desk lamp](https://shop.example/lamp)\n\n"
+        "```\n## Related articles\n```\n\n## Related\n\nKept: a bare heading says too little.\n"
+    )
+    assert without_related(markdown) == (
+        "# Oak desk\n\nSolid oak, hand finished.\n\n## Care\n\nOil it twice a year.\n\n"
+        "```\n## Related articles\n```\n\n## Related\n\nKept: a bare heading says too little.\n"
+    )
+
+
+def test_a_real_products_more_like_this_is_not_its_content():
+    """nintendo.com's Switch OLED set (labelled a product): the cards under "Related items to explore" and "More like
+    this" are other products."""
+    html, truth = dev_page("4224")
+    markdown = main_content(html, truth["url"]).markdown
+    assert missing(words(plain_text(markdown)), truth) == []
+    assert "amiibo" not in markdown
 
 
 def test_a_long_run_of_lines_given_again_is_left_out_and_a_short_one_or_code_is_kept():
