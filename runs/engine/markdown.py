@@ -685,10 +685,31 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     markdown = _chosen(tree, url, strategy)
     if not markdown.strip():
         markdown = whole_page_markdown(page_html, url)
+    if not markdown.strip():
+        markdown = _described(tree)
     if strategy.once:
         markdown = without_repeats(markdown)
     markdown = without_controls(without_related(without_doubled_lines(without_repeated_runs(markdown))))
     return Converted(_with_product(markdown, *product) if product else markdown, kind)
+
+
+def _described(tree) -> str:
+    """The page as its head describes it, for a page whose body gives no text (a forum thread that its scripts write:
+    Discourse's, whose head holds the opening post's first lines): its title as a heading and its description (the
+    description meta tag, else OpenGraph's, else Twitter's); "" when it has neither."""
+    title = " ".join((tree.findtext(".//title") or "").split())
+    descriptions: dict[str, str] = {}
+    for meta in tree.iter("meta"):
+        key = (meta.get("name") or meta.get("property") or "").strip().lower()
+        content = " ".join((meta.get("content") or "").split())
+        if key in _DESCRIPTIONS and content:
+            descriptions.setdefault(key, content)
+    description = next((descriptions[key] for key in _DESCRIPTIONS if key in descriptions), "")
+    lines = [f"# {_MARKDOWN.escape(title, set())}" if title else "", _MARKDOWN.escape(description, set())]
+    return "".join(f"{line}\n\n" for line in lines if line).rstrip("\n") + "\n" if title or description else ""
+
+
+_DESCRIPTIONS = ("description", "og:description", "twitter:description")  # in the order _described prefers them
 
 
 def _structured_product(tree) -> tuple[str, str] | None:

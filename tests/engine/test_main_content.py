@@ -514,6 +514,29 @@ def test_broken_and_empty_pages_give_no_markdown_and_a_type():
         assert found.markdown.strip() == "" or "not html" in found.markdown
 
 
+def test_a_page_whose_body_gives_no_text_is_given_as_its_head_describes_it():
+    head = (
+        "<title>Ferry *times*</title><meta property='og:description' content='The OpenGraph text.'>"
+        "<meta name='description' content='  Boats leave\n at nine and at noon. '>"
+    )
+    empty_body = "<body><div id='app'></div><script>render()</script></body>"
+    assert main_content(f"<html><head>{head}</head>{empty_body}</html>").markdown == (
+        "# Ferry \\*times\\*\n\nBoats leave at nine and at noon.\n"
+    )
+    assert main_content(f"<html><head><title>Ferry</title></head>{empty_body}</html>").markdown == "# Ferry\n"
+    with_text = f"<html><head>{head}</head><body><p>Boats leave from pier two.</p></body></html>"
+    assert "OpenGraph" not in main_content(with_text).markdown
+
+
+def test_a_forum_thread_its_scripts_write_is_given_its_title_and_opening_lines():
+    """forum.astronomy.com (Discourse): the static page holds no post; its head has the thread's title and the opening
+    post's first lines."""
+    html, truth = dev_page("4145")
+    markdown = main_content(html, truth["url"]).markdown
+    assert markdown.startswith("# New to Astronomy \u2013 Best First Telescope Recommendations?")
+    assert words("I'm new to astronomy and excited to start exploring the night sky") in words(markdown)
+
+
 def test_link_targets_are_absolute_and_escaped_and_an_empty_one_leaves_plain_text():
     page = """<html><head><base href="/docs/"></head><body><h1>Guide</h1>
     <p>Read <a href=" guide/part one.html ">part one</a>, <a href="café">the café</a> and <a href="">this page</a>.</p>
