@@ -111,6 +111,9 @@ _WIDE_SCREEN_ONLY = re.compile(
 _SHOWN_FROM = re.compile(
     r"(?:^|\s)(?:(?:sm|md|lg|xl):|d-(?:sm|md|lg|xl)-)(?:block|flex|grid|inline|inline-block|inline-flex|table)(?:$|\s)"
 )
+# A word that each of those names holds: tried first on every element's class, it leaves the few to try them on. In
+# lower case, as the frameworks write them (a case-blind search took five times as long).
+_SCREEN_SIZE_WORDS = re.compile("hidden|none|mobile|desktop|visible|hide|show|only")
 _HIDDEN_FIRST = re.compile(r"(?:^|\s)(?:hidden|d-none)(?:$|\s)")  # hidden until a _SHOWN_FROM class shows it
 # On the WCXB dev split: 0.8607 -> 0.8616, 18 pages better, 8 worse (their references keep the small-screen copy, a
 # phone menu with them); every half alike; the Zyte article set unchanged.
@@ -772,30 +775,31 @@ def _without_small_screen_copies(tree) -> None:
     """Takes out of tree's body each block shown on small screens only (_SMALL_SCREEN_ONLY) when a block shown on wide
     screens only holds SMALL_SCREEN_COPY of its words or more: the page gives a product's title and price, a
     comparison table or a section twice, once per screen size, and its style sheet shows one. A small-screen block
-    with no wide-screen twin (a menu button, a section written for phones) stays."""
+    with no wide-screen twin (a menu button, a section written for phones) stays, and so does one that holds half of
+    the body's text or more (as _drop_where keeps)."""
     body = tree.find("body")
     top = body if body is not None else tree
-    small, wide = set(), []
+    small, wide = [], []
     for element in top.iter(etree.Element):
         names = element.get("class")
-        if not names:
+        if not names or not _SCREEN_SIZE_WORDS.search(names):
             continue
         if _SMALL_SCREEN_ONLY.search(names):
-            small.add(element)
+            small.append(element)
         elif _WIDE_SCREEN_ONLY.search(names) or (_SHOWN_FROM.search(names) and _HIDDEN_FIRST.search(names)):
             wide.append(element)
     if not small or not wide:
         return
     twins = [_word_counts(element) for element in wide]
-
-    def copied(element) -> bool:
-        if element not in small:
-            return False
+    half = len(top.text_content()) / 2
+    for element in small:  # in document order
+        if top not in element.iterancestors():
+            continue  # it went with a block taken out before it
         words = _word_counts(element)
         enough = SMALL_SCREEN_COPY * sum(words.values())
-        return bool(words) and any(sum((words & twin).values()) >= enough for twin in twins)
-
-    _drop_where(top, copied)
+        copied = words and any(sum((words & twin).values()) >= enough for twin in twins)
+        if copied and len(element.text_content()) < half:
+            element.drop_tree()
 
 
 def _word_counts(element) -> Counter[str]:
