@@ -412,6 +412,22 @@ def test_a_line_with_the_words_of_the_line_before_it_is_given_once():
     )
 
 
+def test_a_block_of_lines_given_again_right_after_itself_is_given_once():
+    block = "# Rambler tumbler\n\nWishlist\n\nWITH MAGSLIDER LID\n\n"
+    priced = "$35.00\n\nWishlist\n\nWITH MAGSLIDER LID\n"
+    assert without_doubled_lines(f"{block}{block}{block}{priced}\n{priced}") == f"{block}{priced}"
+    apart = f"{block}Free engraving\n\n{block}"  # the block again, but not right after itself
+    assert without_doubled_lines(apart) == apart
+
+
+def test_a_real_products_features_given_once_per_screen_size_in_a_row_are_given_once():
+    """nomadgoods.com's leather case: each feature's heading and text came twice, one after the other."""
+    html, truth = dev_page("0588")
+    markdown = main_content(html, truth["url"]).markdown
+    assert markdown.count("Built with an integrated array of neodymium magnets") == 1
+    assert markdown.count("Rugged Patina") == 1
+
+
 def test_a_collections_card_gives_its_title_once():
     """deathwishcoffee.com's coffee collection: each card wrote its product's name as a link and twice as a heading."""
     html, truth = dev_page("0638")
