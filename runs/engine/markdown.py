@@ -609,6 +609,8 @@ def without_doubled_lines(markdown: str) -> str:
         start = 0
         while start < len(text_lines):
             for size in range(min(DOUBLED_LINES, (len(text_lines) - start) // 2), 0, -1):
+                if words[text_lines[start]] != words[text_lines[start + size]]:
+                    continue  # most sizes part at the first line
                 block, again = text_lines[start : start + size], text_lines[start + size : start + 2 * size]
                 if [words[at] for at in block] == [words[at] for at in again] and not any(
                     _table_row(lines[at]) for at in again
