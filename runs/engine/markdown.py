@@ -130,7 +130,7 @@ _ABOUT_OTHER_PAGES = re.compile(
     r"latest (?:posts|news|articles)|popular (?:posts|articles)|read next|more (?:stories|articles|posts|news))\W*$",
     re.IGNORECASE,
 )
-_HEADING = re.compile(r"(#{1,6})\s")
+_HEADING = re.compile(r"(#{2,6})\s")  # below the page's title: a page titled "Related articles" is about them
 _WORD = re.compile(r"\w+")
 _LINK_TARGET = re.compile(r"\[([^\]]*)\]\([^)]*\)")
 _QUOTE_BREAK = re.compile(r"\s*>[>\s]*$")  # a quote's blank line, between its paragraphs
@@ -634,8 +634,8 @@ def without_controls(markdown: str) -> str:
 
 def without_related(markdown: str) -> str:
     """markdown without the sections headed as other pages' (_ABOUT_OTHER_PAGES: "Related articles", "You may also
-    like", "More like this", "Recently viewed"...): such a heading and what follows it up to the next heading of its
-    level or above. Code blocks are kept whole."""
+    like", "More like this", "Recently viewed"...): such a heading (h2 to h6; an h1 is the page's own title) and what
+    follows it up to the next heading of its level or above. Code blocks are kept whole."""
 
     def edit(lines: list[str]) -> list[str]:
         kept: list[str] = []

@@ -369,6 +369,8 @@ def test_a_section_headed_as_other_pages_is_left_out_up_to_the_next_heading_of_i
         "# Oak desk\n\nSolid oak, hand finished.\n\n## Care\n\nOil it twice a year.\n\n"
         "```\n## Related articles\n```\n\n## Related\n\nKept: a bare heading says too little.\n"
     )
+    titled = "# Related articles\n\n- [Oak care](https://shop.example/oak)\n\n## You may also like\n\n- [Lamp](/lamp)\n"
+    assert without_related(titled) == "# Related articles\n\n- [Oak care](https://shop.example/oak)\n\n"
 
 
 def test_a_real_products_more_like_this_is_not_its_content():
