@@ -707,6 +707,9 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     return Converted(_with_product(markdown, *product) if product else markdown, kind)
 
 
+_DESCRIPTIONS = ("description", "og:description", "twitter:description")  # in the order _described prefers them
+
+
 def _described(tree) -> str:
     """The page as its head describes it, for a page whose body gives no text (a forum thread that its scripts write:
     Discourse's, whose head holds the opening post's first lines): its title as a heading and its description (the
@@ -720,10 +723,8 @@ def _described(tree) -> str:
             descriptions.setdefault(key, content)
     description = next((descriptions[key] for key in _DESCRIPTIONS if key in descriptions), "")
     lines = [f"# {_MARKDOWN.escape(title, set())}" if title else "", _MARKDOWN.escape(description, set())]
-    return "".join(f"{line}\n\n" for line in lines if line).rstrip("\n") + "\n" if title or description else ""
-
-
-_DESCRIPTIONS = ("description", "og:description", "twitter:description")  # in the order _described prefers them
+    described = "\n\n".join(line for line in lines if line)
+    return f"{described}\n" if described else ""
 
 
 def _structured_product(tree) -> tuple[str, str] | None:

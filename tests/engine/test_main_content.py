@@ -57,6 +57,11 @@ def words(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+def main_words(html: str, url: str | None) -> str:
+    """The words of the page's main content, as the benchmark reads its Markdown."""
+    return words(plain_text(main_content(html, url).markdown))
+
+
 def missing(text: str, truth: dict) -> list[str]:
     """The page's `with` snippets (a correct extraction holds them) that text (its words) does not hold."""
     return [snippet for snippet in truth["ground_truth"]["with"] if words(snippet) not in text]
@@ -93,7 +98,7 @@ def test_the_classifier_labels_most_of_a_fixed_held_out_sample_right():
 def test_a_listing_keeps_every_card_that_trafilatura_alone_drops():
     """The listing of the sample: its entries are many short blocks; the page's main region keeps them all."""
     html, truth = dev_page("0260")
-    ours = words(plain_text(main_content(html, truth["url"]).markdown))
+    ours = main_words(html, truth["url"])
     reference = words(truth["ground_truth"]["main_content"]).split()
     kept = sum(1 for word in set(reference) if f" {word} " in f" {ours} ")
     assert kept / len(set(reference)) >= 0.9
@@ -113,7 +118,7 @@ def test_a_cookie_banners_policy_text_is_not_taken_for_a_short_threads_posts():
     """forum.corsair.com: a thread of two short posts, and OneTrust's consent banner with its long policy text, which
     trafilatura took for the content."""
     html, truth = dev_page("0543")
-    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    text = main_words(html, truth["url"])
     assert missing(text, truth) == []
     assert words("Privacy Preference Center") not in text
     assert words("Accept All Cookies") not in text
@@ -180,7 +185,7 @@ _ARTICLE_BODY = " ".join(f"<p>Paragraph {n} of the review, on the chair's mesh b
 def test_a_closed_accordion_or_tab_panel_is_content(page_id, snippet):
     # A reader of the page opens them, and the benchmark's reference holds their text.
     html, truth = dev_page(page_id)
-    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    text = main_words(html, truth["url"])
     assert words(snippet) in words(truth["ground_truth"]["main_content"])
     assert words(snippet) in text
 
@@ -204,7 +209,7 @@ def test_a_page_that_is_an_article_by_less_than_even_odds_keeps_what_trafilatura
     kind, probability = likeliest(html, truth["url"])
     # What the shipped weights say; weights trained again may not, and then this sample needs other pages.
     assert kind == "article" and probability < 0.5
-    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    text = main_words(html, truth["url"])
     assert missing(text, truth) == []
     assert kept_boilerplate(text, truth) == []
 
@@ -218,7 +223,7 @@ def test_a_page_that_is_an_article_by_less_than_even_odds_keeps_what_trafilatura
 def test_an_unsure_articles_region_is_taken_where_trafilatura_gives_under_seven_tenths_of_it(page_id, snippet):
     html, truth = dev_page(page_id)
     assert likeliest(html, truth["url"])[0] == "article"
-    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    text = main_words(html, truth["url"])
     assert words(snippet) in text
     assert missing(text, truth) == []
 
@@ -264,7 +269,7 @@ def test_an_article_is_not_widened_into_the_boxes_round_it():
     """A snopes.com fact check from the Zyte article set: the element that holds trafilatura's text also holds an
     appeal to readers and the site's staff lists, which are not the article."""
     html, truth = zyte_page("8380689f")
-    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    text = main_words(html, truth["url"])
     assert words("On Nov. 15, 2019, former U.S. ambassador to the Ukraine Marie Yovanovitch testified") in text
     assert words("A Word to Our Loyal Readers") not in text
     assert words("Doreen Marchionni") not in text  # the editorial staff
@@ -273,7 +278,7 @@ def test_an_article_is_not_widened_into_the_boxes_round_it():
 def test_an_articles_photo_gallery_and_captions_are_not_its_text():
     """A chron.com news story from the Zyte article set: the element that holds its text holds a photo gallery too."""
     html, truth = zyte_page("db6b0816")
-    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    text = main_words(html, truth["url"])
     assert words(truth["articleBody"][:300]) in text
     assert words("Photo: Hau Dinh, AP") not in text
     assert words("Back to Gallery") not in text
@@ -352,7 +357,7 @@ def test_a_real_footer_given_once_per_screen_size_is_not_content():
     """shoebank.com's sneakers (a collection): its footer's links are given again in a block for small screens, which
     is not named as a footer; as the footer, it is not the page's content."""
     html, truth = dev_page("4293")
-    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    text = main_words(html, truth["url"])
     assert missing(text, truth) == []
     assert words("Our Legacy") not in text
     assert words("Woodlore") not in text
@@ -610,7 +615,7 @@ def test_an_article_with_such_a_link_is_trafilaturas_text_and_not_its_region():
     """stylebyemilyhenderson.com: its comments' share links held a "&#8;", and trafilatura dropped the whole page, so
     the main region (the post and 36 comments) stood in for it."""
     html, truth = dev_page("0121")
-    text = words(plain_text(main_content(html, truth["url"]).markdown))
+    text = main_words(html, truth["url"])
     assert missing(text, truth) == []
     assert words("Can we have a follow up post with pictures of the rooms") not in text
 
