@@ -9,6 +9,7 @@ own lookup is a Python call for every element touched (3 million calls on 375 pa
 
 from __future__ import annotations
 
+import re
 import threading
 from urllib.parse import urljoin
 
@@ -18,6 +19,10 @@ from trafilatura.utils import repair_faulty_html
 
 _parsers = threading.local()  # an lxml parser is used by one thread at a time
 # The page's JSON-LD blocks (<script type="application/ld+json">, the type in any case).
+# libxml2 stops reading at a page's </html>, and puts what comes after its </body> beside the body, not in it; a
+# browser reads both into the body (HTML's "after body" modes). Some pages go on after them: a theme that writes its
+# document's end before the article (escalon.services: the article, 784 words, was lost; trafilatura lost it too).
+_DOCUMENT_END = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
 _LD_JSON = "translate(@type, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') = 'application/ld+json'"
 JSON_LD_SCRIPTS = etree.XPath(f"descendant-or-self::script[{_LD_JSON}]")
 
@@ -50,7 +55,7 @@ def parse(page_html: str | None, *, as_written: bool = False):
     libxml2 trips on: among them, the control characters XML forbids are taken out of the text (trafilatura writes its
     result as XML). as_written: without those repairs, for the whole page's Markdown, which is the page's text as it is.
     A string that declares its encoding is parsed from its UTF-8 bytes, as load_html does."""
-    page_html = page_html or "<html></html>"
+    page_html = _DOCUMENT_END.sub("", page_html or "<html></html>")
     if not as_written:
         page_html = repair_faulty_html(page_html, page_html[:50].lower())
     try:

@@ -782,3 +782,22 @@ def test_two_emphases_of_one_kind_written_next_to_each_other_are_one_that_a_comm
     rendered = lxml_html.fromstring(MarkdownIt("commonmark").render(markdown))
     assert [element.text_content() for element in rendered.iter("strong")] == ["/etc/inittab:", "ab!"]
     assert "*" not in rendered.text_content()
+
+
+def test_what_a_page_gives_after_its_end_tags_is_read_as_a_browser_reads_it():
+    page = (
+        "<html><body><header><a href='/'>Home</a></header></body></html>\n"
+        "<div><h1>The article</h1><p>Written after the end tags.</p></div></BODY><p>And after the body's end.</p>"
+        "</body></html><!-- cached -->"
+    )
+    for main_content_only in (False, True):
+        markdown = convert(page, main_content_only=main_content_only, url="https://example.com/").markdown
+        assert "written after the end tags and after the body s end" in words(markdown)
+
+
+def test_an_article_a_theme_writes_after_the_pages_end_is_its_main_content():
+    """escalon.services: the theme's header ends the document (</body></html>), and the article follows it."""
+    html, truth = dev_page("0310")
+    text = main_words(html, truth["url"])
+    assert missing(text, truth) == []
+    assert "hr outsourcing is when companies team up with an external agency" in text
