@@ -801,3 +801,15 @@ def test_an_article_a_theme_writes_after_the_pages_end_is_its_main_content():
     text = main_words(html, truth["url"])
     assert missing(text, truth) == []
     assert "hr outsourcing is when companies team up with an external agency" in text
+
+
+def test_an_article_trafilatura_runs_together_into_one_paragraph_keeps_its_headings_and_lists():
+    """treehugger.com (Dotdash Meredith): trafilatura's default run gave byline, table of contents and all 15
+    sections as one paragraph; favouring recall it finds the article's blocks."""
+    html, truth = dev_page("4708")
+    markdown = main_content(html, truth["url"]).markdown
+    assert "\n## Prayer Plant (Maranta leuconeura)\n" in markdown
+    assert "\n- Light: Medium, indirect light.\n" in markdown
+    text = words(plain_text(markdown))
+    assert missing(text, truth) == []
+    assert "learn about our editorial process" not in text
