@@ -813,3 +813,26 @@ def test_an_article_trafilatura_runs_together_into_one_paragraph_keeps_its_headi
     text = words(plain_text(markdown))
     assert missing(text, truth) == []
     assert "learn about our editorial process" not in text
+
+
+def test_text_for_screen_readers_alone_is_not_main_content():
+    card = (
+        "<li><h3><a href='/p/{n}'>Dark Roast {n}</a></h3><span class='visually-hidden'>Regular price</span>"
+        "<span>${n}.99</span><span class='sr-only'>Unit price per</span><p>Bold and smooth, roasted in small batches"
+        " for a strong cup.</p></li>"
+    )
+    page = (
+        "<html><body><a class='skip-link screen-reader-text' href='#main'>Skip to the shop</a><main id='main'>"
+        "<h1>Coffee</h1><ul>" + "".join(card.format(n=n) for n in range(10, 22)) + "</ul></main></body></html>"
+    )
+    text = main_words(page, "https://shop.example/collections/coffee")
+    assert "dark roast 10 10 99 bold and smooth" in text
+    assert "regular price" not in text and "unit price" not in text and "skip to the shop" not in text
+
+
+def test_a_shopify_collections_price_labels_for_screen_readers_are_left_out():
+    """deathwishcoffee.com: each card read "Regular price $19.99 Regular price Sale price $19.99 Unit price / per"."""
+    html, truth = dev_page("0638")
+    text = main_words(html, truth["url"])
+    assert "chocolate hazelnut coffee 19 99" in text and "dark roast coffee 19 99" in text
+    assert "regular price" not in text and "unit price" not in text
