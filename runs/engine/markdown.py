@@ -784,8 +784,8 @@ def _with_product(markdown: str, name: str, description: str) -> str:
 
 def _drop_named(tree, names: re.Pattern) -> None:
     """Takes out of tree's body the elements whose class or id names match (cookie and consent banners and text for
-    screen readers alone: _NOT_SHOWN; a product's reviews: _AROUND_PRODUCT), save one that holds half of the body's text or more (_drop_where). After
-    the page's type is told, which was learnt with them in."""
+    screen readers alone: _NOT_SHOWN; a product's reviews: _AROUND_PRODUCT), save one that holds half of the body's
+    text or more (_drop_where). After the page's type is told, which was learnt with them in."""
     body = tree.find("body")
     _drop_where(body if body is not None else tree, lambda element: bool(names.search(class_and_id(element))))
 
