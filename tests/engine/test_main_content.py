@@ -300,11 +300,13 @@ def test_a_line_that_is_a_control_alone_is_left_out_and_the_same_words_in_text_o
         "A light day pack with two side pockets.\n\n[Read more](https://shop.example/trail-25)\n\n"
         "- Quick view\n- Padded straps\n\nSort: Best Match\n\n**[Add to Cart](https://shop.example/cart)**\n\n"
         "Read more about the fabric in our guide, then add to cart.\n\n```\nnext\nclose\n```\n\n"
-        "## Next steps\n\nShare:\n"
+        "## Next steps\n\nShare:\n\n- Quick shop\n- Compare\n- Choose options\n- Sponsored\n\n"
+        "Compare the two packs side by side.\n"
     )
     assert without_controls(markdown) == (
         "# Trail 25 Pack\n\nA light day pack with two side pockets.\n\n- Padded straps\n\n"
-        "Read more about the fabric in our guide, then add to cart.\n\n```\nnext\nclose\n```\n\n## Next steps\n"
+        "Read more about the fabric in our guide, then add to cart.\n\n```\nnext\nclose\n```\n\n## Next steps\n\n"
+        "Compare the two packs side by side.\n"
     )
 
 
