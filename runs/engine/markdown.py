@@ -728,7 +728,8 @@ def _described(tree) -> str:
     descriptions: dict[str, str] = {}
     for meta in tree.iter("meta"):
         key = (meta.get("name") or meta.get("property") or "").strip().lower()
-        content = " ".join((meta.get("content") or "").split())
+        # Discourse escapes its descriptions twice: "se&amp;hellip;" in the page is "se&hellip;" once parsed
+        content = " ".join(html.unescape(meta.get("content") or "").split())
         if key in _DESCRIPTIONS and content:
             descriptions.setdefault(key, content)
     description = next((descriptions[key] for key in _DESCRIPTIONS if key in descriptions), "")

@@ -560,6 +560,7 @@ def test_a_forum_thread_its_scripts_write_is_given_its_title_and_opening_lines()
     markdown = main_content(html, truth["url"]).markdown
     assert markdown.startswith("# New to Astronomy \u2013 Best First Telescope Recommendations?")
     assert words("I'm new to astronomy and excited to start exploring the night sky") in words(markdown)
+    assert markdown.endswith("still powerful enough to se\u2026\n")  # Discourse escapes it twice: "se&amp;hellip;"
 
 
 def test_link_targets_are_absolute_and_escaped_and_an_empty_one_leaves_plain_text():
