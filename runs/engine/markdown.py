@@ -301,6 +301,11 @@ class _Converter(MarkdownConverter):
         a bare "## " line."""
         return super().convert_hN(n, el, text, parent_tags) if text.strip() else ""
 
+    def convert_video(self, el, text, parent_tags):
+        """A video's text (its fallback for old browsers, or the blanks between its <source> tags) on one line: as an
+        image's alt text, markdownify wrote its line breaks ("[![\\n\\n](poster.jpg)](video.webm)")."""
+        return super().convert_video(el, " ".join(text.split()), parent_tags)
+
     def escape(self, text, parent_tags):
         """markdownify escapes every underscore ("max\\_retries", "Director\\_Oh"): noise in the text a reader or a
         model gets, and a word cut in two by anything that strips Markdown's marks. A run of underscores between two

@@ -839,3 +839,14 @@ def test_a_shopify_collections_price_labels_for_screen_readers_are_left_out():
     text = main_words(html, truth["url"])
     assert "chocolate hazelnut coffee 19 99" in text and "dark roast coffee 19 99" in text
     assert "regular price" not in text and "unit price" not in text
+
+
+def test_a_video_is_one_markdown_link_to_its_source_with_its_poster_as_the_image():
+    page = (
+        "<html><body><h1>Deck</h1><video poster='/p.jpg'>\n  <source src='/v.webm'>\n  <source src='/v.mp4'>\n"
+        "</video><p>Text here.</p><video src='/b.mp4'>Your browser\n does not play it.</video></body></html>"
+    )
+    assert convert(page, main_content_only=False, url="https://x.example/").markdown == (
+        "# Deck\n\n[![](https://x.example/p.jpg)](https://x.example/v.webm)\n\nText here.\n\n"
+        "[Your browser does not play it.](https://x.example/b.mp4)\n"
+    )
