@@ -4,7 +4,8 @@ Main content depends on what kind of page it is (runs/engine/page_type.py). Two 
 - trafilatura's extraction (its HTML output keeps headings, lists, tables and links; converted by markdownify), in its
   default mode or favouring recall. On articles this is the state of the art (Zyte article set, mean shingle F1
   0.957 against 0.947 for trafilatura's own Markdown output). Where it stops short of an article (a list, the
-  sections after it, the opening left out), the element that holds its text is taken instead (_widened);
+  sections after it, the opening left out), the element that holds its text is taken instead (_widened); where it
+  gives an article as one paragraph, the page's text run together, it is run again favouring recall;
 - the page's main region: its <main> element (or the body) without navigation, header, footer, forms, dialogs,
   hidden elements and blocks named as boilerplate (menus, filters, breadcrumbs, cookie banners, newsletter boxes...).
   This keeps what trafilatura drops on pages made of many small blocks: the cards of a listing or a collection,
@@ -13,12 +14,11 @@ Cookie and consent banners are taken out of the page first (on a page whose own 
 OneTrust's policy text for it), and so is text for screen readers alone (a price's "Regular price" label), and a
 block the page gives twice, once for small screens and once for wide ones (_without_small_screen_copies); on a
 product page, so are its reviews, ratings, carousels and up-sells, which its description does not include
-(_AROUND_PRODUCT). On a forum thread, a post that a reply quotes in full (or a thread
-rendered twice) is given once (without_repeats); on every page, so is a long run of lines given twice word for word
-(a block rendered once per screen size: without_repeated_runs), and lines given again right after themselves
-(without_doubled_lines). A section headed as other pages' ("Related articles", "You may also like") is left out
-(without_related), and so are lines that are a control alone ("Add to cart", "Read more", "Loading...")
-(without_controls).
+(_AROUND_PRODUCT). On a forum thread, a post that a reply quotes in full (or a thread rendered twice) is given once
+(without_repeats); on every page, so is a long run of lines given twice word for word (a block rendered once per screen
+size: without_repeated_runs), and lines given again right after themselves (without_doubled_lines). A section
+headed as other pages' ("Related articles", "You may also like") is left out (without_related), and so are lines that
+are a control alone ("Add to cart", "Read more", "Loading...") (without_controls).
 STRATEGIES says, per type, how trafilatura is run (favouring recall or not; with its fallback extractors, readability
 and jusText, or without: `fast`) and how short its text may be against the main region's before the region is taken
 instead (0: never). Tuned on half of the WCXB development split, reported on the other half
