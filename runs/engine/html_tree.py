@@ -18,11 +18,11 @@ from lxml import html as lxml_html
 from trafilatura.utils import repair_faulty_html
 
 _parsers = threading.local()  # an lxml parser is used by one thread at a time
-# The page's JSON-LD blocks (<script type="application/ld+json">, the type in any case).
 # libxml2 stops reading at a page's </html>, and puts what comes after its </body> beside the body, not in it; a
 # browser reads both into the body (HTML's "after body" modes). Some pages go on after them: a theme that writes its
 # document's end before the article (escalon.services: the article, 784 words, was lost; trafilatura lost it too).
 _DOCUMENT_END = re.compile(r"</(?:body|html)\s*>", re.IGNORECASE)
+# The page's JSON-LD blocks (<script type="application/ld+json">, the type in any case).
 _LD_JSON = "translate(@type, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz') = 'application/ld+json'"
 JSON_LD_SCRIPTS = etree.XPath(f"descendant-or-self::script[{_LD_JSON}]")
 
