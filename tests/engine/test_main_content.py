@@ -241,6 +241,28 @@ def test_an_article_that_trafilatura_stops_short_of_is_given_whole(page_id):
     assert kept_boilerplate(text, truth) == []
 
 
+# health.ucdavis.edu (a FAQ: trafilatura looked in the page's header first, then gathered its paragraphs, and all 17
+# questions and the lists were lost), nethermind.io (a Webflow post: its headings and lists), hamy.xyz (its sections'
+# headings and lists): trafilatura's text has paragraphs only, and the element that holds it has under 1.4 times its
+# words (WIDER's lower bound).
+@pytest.mark.parametrize(
+    ("page_id", "heading", "item"),
+    [
+        ("4180", "## How many naps per day do children need?", "- At four to six months, infants average about"),
+        ("0455", "### Current Approach", "- We introduced a new benchmark that uses identical workloads"),
+        ("0488", "## Big Languages have a virtuous cycle", "- Lots of companies use mainstream languages"),
+    ],
+)
+def test_an_article_that_trafilatura_gives_as_paragraphs_only_keeps_its_headings_and_lists(page_id, heading, item):
+    html, truth = dev_page(page_id)
+    markdown = main_content(html, truth["url"]).markdown
+    assert f"\n{heading}\n" in markdown
+    assert f"\n{item}" in markdown
+    text = words(plain_text(markdown))
+    assert missing(text, truth) == []
+    assert kept_boilerplate(text, truth) == []
+
+
 def test_a_paragraph_written_with_no_break_spaces_is_matched_with_trafilaturas_text_of_it():
     """The widening finds the element that holds trafilatura's text by the text of its blocks: trafilatura writes a
     no-break space (and a run of blanks) as one space, and the page's own paragraph must read the same."""
