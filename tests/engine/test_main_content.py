@@ -263,6 +263,22 @@ def test_an_article_that_trafilatura_gives_as_paragraphs_only_keeps_its_headings
     assert kept_boilerplate(text, truth) == []
 
 
+# dickblick.com (a shop's home page, which the classifier calls a service page) and humanscale.com (a product range):
+# trafilatura gathered their paragraphs and left out every heading; the main region has them.
+@pytest.mark.parametrize(
+    ("page_id", "heading"),
+    [("4418", "## Browse Featured Categories"), ("4035", "## Choose the right arm for your application")],
+)
+def test_a_page_in_sections_is_not_given_as_trafilaturas_paragraphs_only(page_id, heading):
+    html, truth = dev_page(page_id)
+    found = main_content(html, truth["url"])
+    assert found.page_type in ("service", "product")
+    assert f"\n{heading}\n" in found.markdown
+    text = words(plain_text(found.markdown))
+    assert missing(text, truth) == []
+    assert kept_boilerplate(text, truth) == []
+
+
 def test_a_paragraph_written_with_no_break_spaces_is_matched_with_trafilaturas_text_of_it():
     """The widening finds the element that holds trafilatura's text by the text of its blocks: trafilatura writes a
     no-break space (and a run of blanks) as one space, and the page's own paragraph must read the same."""
