@@ -427,6 +427,20 @@ def test_a_real_products_more_like_this_is_not_its_content():
     assert "amiibo" not in markdown
 
 
+def test_a_products_frequently_bought_together_and_explore_related_items_are_not_its_content():
+    markdown = (
+        "# Oak desk\n\n$420\n\n## Frequently bought together\n\n- [Desk lamp](/lamp) $40\n\n"
+        "## Explore related items\n\n- [Walnut desk](/walnut)\n\n## Complete the look\n\n- [Chair](/chair)\n\n"
+        "## Recommended accessories\n\n- [Mat](/mat)\n\n## Details\n\nSolid oak.\n"
+    )
+    assert without_related(markdown) == "# Oak desk\n\n$420\n\n## Details\n\nSolid oak.\n"
+    # ebay.com: the listing's title and details stay, the cards of other sellers' items go.
+    html, truth = dev_page("3019")
+    text = main_words(html, truth["url"])
+    assert words("Catena DID 520ers3 Con 104 Oro per Moto Ricambi") in text
+    assert "explore related items" not in text
+
+
 def test_a_long_run_of_lines_given_again_is_left_out_and_a_short_one_or_code_is_kept():
     story = "\n\n".join(
         f"Paragraph {n} of the spring report on the river restoration, with the survey's counts of trout and herons."
@@ -888,3 +902,22 @@ def test_a_video_is_one_markdown_link_to_its_source_with_its_poster_as_the_image
         "# Deck\n\n[![](https://x.example/p.jpg)](https://x.example/v.webm)\n\nText here.\n\n"
         "[Your browser does not play it.](https://x.example/b.mp4)\n"
     )
+
+
+def test_an_accordions_parts_named_header_are_content():
+    """technologyadvice.com's review of accounting software (Kadence blocks): each product's pricing and its questions
+    and answers are in accordions named "kt-accordion-wrap ... kt-pane-header-alignment-left"; "header" there names
+    the accordion's own heading, and the text is the article's."""
+    html, truth = dev_page("4253")
+    text = main_words(html, truth["url"])
+    assert words("Yes, most of the top tools offer mobile apps.") in text
+    assert words("Built-in payroll available (US and Canada only; has an extra fee)") in text
+
+
+def test_quotes_given_as_figures_are_an_articles_text():
+    """conductor.com's predictions from 25 experts: each quote is a <figure> holding a <blockquote>, HTML's way to give
+    a quote with its source; unlike a photo's figure, it is the article's."""
+    html, truth = dev_page("0041")
+    text = main_words(html, truth["url"])
+    assert words("The brands seeing the most success with video aren't just creating standalone content") in text
+    assert words("What is the future of SEO and content marketing in 2025?") in text
