@@ -102,9 +102,12 @@ def test_a_model_that_answers_429_every_time_fails_the_run_model_rate_limited_by
         "code": "model_rate_limited",
         "message": "The model provider kept answering 429 after retries.",
     }
-    started = datetime.fromisoformat(run["startedAt"]).timestamp()
+    # The agent counts its deadline from its own start: after the worker took the run (startedAt) and launched the
+    # browser, which on a busy machine takes a while; before its first step was recorded, at the latest.
+    agent_started = datetime.fromisoformat(run["steps"][0]["at"]).timestamp()
+    assert agent_started >= datetime.fromisoformat(run["startedAt"]).timestamp()
     finished = datetime.fromisoformat(run["finishedAt"]).timestamp()
-    deadline = started + RATE_LIMITED_TIMEOUT_MS / 1000
+    deadline = agent_started + RATE_LIMITED_TIMEOUT_MS / 1000
     assert len(server.requests) >= 2, "a 429 is retried"
     assert all(request["at"] < deadline for request in server.requests), "no retry starts past the deadline"
     assert finished <= deadline + AFTER_DEADLINE_MARGIN_S
