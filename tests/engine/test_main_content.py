@@ -921,3 +921,14 @@ def test_quotes_given_as_figures_are_an_articles_text():
     text = main_words(html, truth["url"])
     assert words("The brands seeing the most success with video aren't just creating standalone content") in text
     assert words("What is the future of SEO and content marketing in 2025?") in text
+
+
+def test_an_article_trafilatura_reads_as_paragraphs_only_is_read_again_in_the_main_region():
+    """theorganizedmama.com: trafilatura's first pick on the page holds too little, and its gathering of the page's
+    paragraphs leaves out the article's lists and its sections' headings; read in the main region alone, it finds
+    the article whole."""
+    html, truth = dev_page("4339")
+    markdown = main_content(html, truth["url"]).markdown
+    assert "\n- Save time: No more hunting for that one pen or sticky note.\n" in markdown
+    assert "\n## Why We Group Items Together\n" in markdown and "\n### 1. Desktop Organizers\n" in markdown
+    assert missing(words(plain_text(markdown)), truth) == []
