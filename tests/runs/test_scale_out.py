@@ -112,11 +112,19 @@ def test_queue_poll_seconds_sets_how_often_an_idle_worker_cluster_polls_the_queu
             for database, poll in ((fast_db, FAST_POLL), (slow_db, SLOW_POLL))
         ]
         try:
+            # A cluster reads the queue table once as it starts (tasks an earlier cluster took are released), then
+            # polls it once its processes are up: that can take many seconds on a loaded machine. The window opens
+            # once both clusters are seen polling, i.e. their count rose after that first read.
             deadline = time.monotonic() + 120  # only a failure bound: clusters start in seconds
-            while not (queue_scans(fast_db.url) and queue_scans(slow_db.url)):
+            first = [0, 0]
+            while True:
+                counts = queue_scans(fast_db.url), queue_scans(slow_db.url)
+                first = [f or c for f, c in zip(first, counts)]
+                if all(f and c > f for f, c in zip(first, counts)):
+                    break
                 assert time.monotonic() < deadline and all(c.poll() is None for c in clusters), "no cluster polled"
                 time.sleep(0.2)
-            before = queue_scans(fast_db.url), queue_scans(slow_db.url)
+            before = counts
             time.sleep(POLL_WINDOW_SECONDS)
             fast, slow = queue_scans(fast_db.url) - before[0], queue_scans(slow_db.url) - before[1]
         finally:
