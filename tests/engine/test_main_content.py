@@ -348,6 +348,20 @@ def test_a_line_that_is_a_control_alone_is_left_out_and_the_same_words_in_text_o
     )
 
 
+def test_a_threads_and_a_pages_own_controls_are_left_out_and_text_that_starts_alike_is_kept():
+    markdown = (
+        "[Home](https://forum.example/)\n\n# Quiet fans for a small case\n\nIs a 92 mm fan loud enough to matter?\n\n"
+        "Click to expand...\n\n3 Likes\n\nAdd a comment\n\n- Email\n- Sign up\n\n[Back to all threads](/t)\n\n"
+        "Table of contents:\n\n## Home automation for a small flat\n\nEmail the author: fans@forum.example\n\n"
+        "Back to the Future plays at nine.\n\nClick to expand the list of fans, then pick one.\n"
+    )
+    assert without_controls(markdown) == (
+        "# Quiet fans for a small case\n\nIs a 92 mm fan loud enough to matter?\n\n"
+        "## Home automation for a small flat\n\nEmail the author: fans@forum.example\n\n"
+        "Back to the Future plays at nine.\n\nClick to expand the list of fans, then pick one.\n"
+    )
+
+
 def test_a_real_collections_controls_are_not_its_content():
     """rei.com's bike helmets (a collection): its grid's "Sort: Best Match" and "Skip to search results" are not in
     the Markdown, its products are."""
