@@ -119,8 +119,8 @@ def test_queue_poll_seconds_sets_how_often_an_idle_worker_cluster_polls_the_queu
             first = [0, 0]
             while True:
                 counts = queue_scans(fast_db.url), queue_scans(slow_db.url)
-                first = [f or c for f, c in zip(first, counts)]
-                if all(f and c > f for f, c in zip(first, counts)):
+                first = [f or c for f, c in zip(first, counts, strict=True)]
+                if all(f and c > f for f, c in zip(first, counts, strict=True)):
                     break
                 assert time.monotonic() < deadline and all(c.poll() is None for c in clusters), "no cluster polled"
                 time.sleep(0.2)
