@@ -9,6 +9,7 @@ import json
 import socket
 import time
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from websockets.exceptions import ConnectionClosed
@@ -24,12 +25,15 @@ LATER_EVENTS = 10  # written after the stalled client was cut
 
 
 def add_step_events(service: LiveService, count: int) -> None:
-    """Write step events straight into the outbox, as workers would (one transaction)."""
+    """Write step events straight into the outbox, as workers would (one transaction), stamped now: events older than
+    EVENT_RETENTION_HOURS are pruned by the service while it runs (a fixed date here made the stream lose them
+    mid-test a week later)."""
     run_id = str(uuid.uuid4()) if "DATABASE_URL" in service.env else uuid.uuid4().hex
+    at = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S+00")
     service.execute_many(
-        "insert into runs_event (run_id, type, payload, at) values (?, 'step', ?, '2026-11-22 00:00:00+00')",
+        "insert into runs_event (run_id, type, payload, at) values (?, 'step', ?, ?)",
         [
-            (run_id, json.dumps({"index": n, "action": "navigate", "url": "https://x", "observation": "o" * 2000}))
+            (run_id, json.dumps({"index": n, "action": "navigate", "url": "https://x", "observation": "o" * 2000}), at)
             for n in range(count)
         ],
     )
