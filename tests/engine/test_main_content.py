@@ -351,14 +351,17 @@ def test_a_line_that_is_a_control_alone_is_left_out_and_the_same_words_in_text_o
 def test_a_threads_and_a_pages_own_controls_are_left_out_and_text_that_starts_alike_is_kept():
     markdown = (
         "[Home](https://forum.example/)\n\n# Quiet fans for a small case\n\nIs a 92 mm fan loud enough to matter?\n\n"
-        "Click to expand...\n\n3 Likes\n\nAdd a comment\n\n- Email\n- Sign up\n\n[Back to all threads](/t)\n\n"
+        "Click to expand...\n\n3 Likes\n\nAdd a comment\n\n- Email\n- Sign up\n- Facebook\n- WhatsApp\n- Copy link\n\n"
+        "Reply\n\nQuote\n\n[Back to all threads](/t)\n\n"
         "Table of contents:\n\n## Home automation for a small flat\n\nEmail the author: fans@forum.example\n\n"
-        "Back to the Future plays at nine.\n\nClick to expand the list of fans, then pick one.\n"
+        "Back to the Future plays at nine.\n\nClick to expand the list of fans, then pick one.\n\n"
+        "Reply to the thread with your fan's model.\n"
     )
     assert without_controls(markdown) == (
         "# Quiet fans for a small case\n\nIs a 92 mm fan loud enough to matter?\n\n"
         "## Home automation for a small flat\n\nEmail the author: fans@forum.example\n\n"
-        "Back to the Future plays at nine.\n\nClick to expand the list of fans, then pick one.\n"
+        "Back to the Future plays at nine.\n\nClick to expand the list of fans, then pick one.\n\n"
+        "Reply to the thread with your fan's model.\n"
     )
 
 
