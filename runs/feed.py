@@ -15,6 +15,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 
 from runs import stream
 from runs.wakeup import GROUP
+from service.kernel import metrics
 from service.kernel.auth import key_still_valid
 
 if TYPE_CHECKING:
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 
 TICK_SECONDS = 0.05
 GROUP_REFRESH_SECONDS = 600.0
+LISTEN_RETRY_SECONDS = 1.0  # after the channel layer failed, before joining the wake-up group again
 # Open connections whose key was revoked (or whose bootstrap key changed) are closed within this long.
 KEY_RECHECK_SECONDS = 5.0
 
@@ -64,25 +66,42 @@ class EventFeed:
 
     async def _listen(self) -> None:
         """One channel per process in the wake-up group: a worker's wake-up costs one message per process,
-        not one per connection."""
+        not one per connection. When the channel layer fails (Redis restarted, the connection cut, a read timed
+        out while the loop was busy), it joins again after LISTEN_RETRY_SECONDS; the ticker keeps the stream live
+        meanwhile, only slower."""
         layer = get_channel_layer()
         if layer is None or isinstance(layer, InMemoryChannelLayer):
             return  # nothing outside this process can reach an in-memory layer; the ticker covers it
-        channel = await layer.new_channel()
-        joined = 0.0
-        try:
-            while self.consumers:
-                if time.monotonic() - joined > GROUP_REFRESH_SECONDS:
-                    await layer.group_add(GROUP, channel)
-                    joined = time.monotonic()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(layer.receive(channel), GROUP_REFRESH_SECONDS)
-                    self.poke()
-        except Exception:  # Redis away: the ticker still polls, so the stream stays live, only slower
-            log.warning("event feed lost its channel-layer wake-ups", exc_info=True)
-        finally:
-            with contextlib.suppress(Exception):
-                await layer.group_discard(GROUP, channel)
+        failing = False  # logged once per outage, not once per retry
+        while self.consumers:
+            channel = None
+            try:
+                channel = await layer.new_channel()
+                joined = 0.0
+                while self.consumers:
+                    if time.monotonic() - joined > GROUP_REFRESH_SECONDS:
+                        await layer.group_add(GROUP, channel)
+                        joined = time.monotonic()
+                        if failing:
+                            failing = False
+                            log.info("event feed has its channel-layer wake-ups again")
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(layer.receive(channel), GROUP_REFRESH_SECONDS)
+                        metrics.EVENT_WAKEUPS.inc()
+                        self.poke()
+            except Exception:
+                if not failing:
+                    failing = True
+                    log.warning(
+                        "event feed lost its channel-layer wake-ups (the ticker still polls); joining again every %g s",
+                        LISTEN_RETRY_SECONDS,
+                        exc_info=True,
+                    )
+                await asyncio.sleep(LISTEN_RETRY_SECONDS)
+            finally:
+                if channel is not None:
+                    with contextlib.suppress(Exception):
+                        await layer.group_discard(GROUP, channel)
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()

@@ -48,6 +48,9 @@ GUARD_REFUSALS = Counter(
 )
 BROWSER_LAUNCHES = Counter("service_browser_launches", "Chromium processes started.")
 BROWSER_CRASHES = Counter("service_browser_crashes", "Chromium processes found gone while still in use.")
+EVENT_WAKEUPS = Counter(
+    "service_event_wakeups", "Wake-ups the event feed received over the channel layer (Redis), after events committed."
+)
 WEBSOCKETS = Gauge(
     "service_websocket_connections", "Open connections to the event stream.", multiprocess_mode="livesum"
 )
