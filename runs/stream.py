@@ -38,15 +38,19 @@ class GapGuard:
     first_seen: dict[int, float] = field(default_factory=dict)
 
     def visible_bound(self, cursor: int, ids: list[int]) -> int:
-        """The highest id up to which every event is known to be committed."""
+        """The highest id up to which every event is known to be committed. Holes below it are forgotten:
+        first_seen holds only the one the reader waits at, so a reader can tell "waiting at a hole" from "caught
+        up" (a hole skipped long ago made a connection's catch-up poll forever, its batches unread)."""
         bound = cursor
         now = time.monotonic()
         for event_id in ids:
             if event_id != bound + 1:
                 seen = self.first_seen.setdefault(bound + 1, now)
                 if now - seen < self.patience:
-                    return bound
+                    break
             bound = event_id
+        if self.first_seen:
+            self.first_seen = {hole: seen for hole, seen in self.first_seen.items() if hole > bound}
         return bound
 
 

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -277,3 +278,42 @@ def test_a_browser_session_cookie_works_only_with_our_origin(service):
         assert frames_until(ws, lambda f: f["runId"] == run_id)[-1]["type"] == "run-queued"
     # The same cookie without an Origin (not a browser) is not enough.
     assert refused_handshake(service, cookie) == (401, "unauthenticated")
+
+
+def _add_events(database_url: str, count: int, *, rolled_back: bool = False) -> None:
+    """count step events written as a worker writes them, in one transaction; rolled back (a hole in the ids)."""
+    import psycopg
+
+    with psycopg.connect(database_url) as db:
+        db.cursor().executemany(
+            "insert into runs_event (run_id, type, payload, at) values (%s, 'step', %s, now())",
+            [
+                (str(uuid.uuid4()), json.dumps({"index": n, "action": "navigate", "url": "https://x"}))
+                for n in range(count)
+            ],
+        )
+        if rolled_back:
+            db.rollback()
+
+
+@pytest.mark.skipif(not postgres_available(), reason="needs PostgreSQL on :5432")
+def test_a_client_that_replayed_across_a_hole_in_the_ids_streams_on_without_being_cut(tmp_path):
+    """PostgreSQL leaves a hole in the ids where an insert was rolled back; a replay waits at it a moment, then goes
+    on. Once past it, the connection takes the live batches again: it is not held in its catch-up, its batches
+    piling up unread until EVENTS_MAX_BACKLOG closes it as too far behind (it did, after the first hole)."""
+    with ScratchPostgres() as database:
+        live = LiveService(tmp_path, DATABASE_URL=database.url, EVENTS_MAX_BACKLOG="50").start()
+        try:
+            _add_events(database.url, 5)
+            _add_events(database.url, 1, rolled_back=True)
+            _add_events(database.url, 5)
+            with connect(f"ws://127.0.0.1:{live.port}/api/events?after=0", additional_headers=AUTH) as ws:
+                replayed = [json.loads(ws.recv(timeout=30))["eventId"] for _ in range(10)]
+                assert replayed == [1, 2, 3, 4, 5, 7, 8, 9, 10, 11]
+                for _ in range(6):  # 120 live events, more than EVENTS_MAX_BACKLOG, in batches as runs write them
+                    _add_events(database.url, 20)
+                    time.sleep(0.2)
+                streamed = [json.loads(ws.recv(timeout=30))["eventId"] for _ in range(120)]
+            assert streamed == list(range(12, 132))
+        finally:
+            live.stop()
