@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import redis
@@ -32,12 +33,22 @@ def wakeups(service: LiveService) -> float:
     return float(found[1]) if found else 0.0
 
 
+def send_wakeup() -> None:
+    """A wake-up to the group, as a worker sends one after a commit: from a thread of its own, with its own event loop
+    and layer (the test process's main thread may have a running loop already: Playwright's)."""
+
+    def send() -> None:
+        asyncio.run(RedisChannelLayer(hosts=[REDIS_URL]).group_send(GROUP, {"type": "events.wake"}))
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(send).result(timeout=10)
+
+
 def woken(service: LiveService, before: float, deadline_seconds: float = 30) -> bool:
-    """Send wake-ups to the group, as a worker does after a commit, until the service counts one more than before."""
-    layer = RedisChannelLayer(hosts=[REDIS_URL])
+    """Send wake-ups until the service counts one more than before."""
     deadline = time.monotonic() + deadline_seconds
     while time.monotonic() < deadline:
-        asyncio.run(layer.group_send(GROUP, {"type": "events.wake"}))
+        send_wakeup()
         if wakeups(service) > before:
             return True
         time.sleep(0.5)
