@@ -103,7 +103,7 @@ _CONTROL = re.compile(
     r"^[\s>*#\-\[]*(?:skip to [\w ]{0,30}|loading\W*|sort(?: by)?\s*:[\w ]{0,25}|sort by|sort and filter|"
     r"show more|show less|load more|view all|see all|see more|add to (?:cart|bag|basket|wishlist|list|compare)|"
     r"quick ?view|quick ?shop|compare|(?:ne plus )?comparer|(?:choose|view|select) options|select size|sponsored|"
-    r"back to top|share|print|read more|learn more|shop now|next|previous|close|click to [\w ]{1,20}|add a comment|"
+    r"share|print|read more|learn more|shop now|next|previous|close|click to [\w ]{1,20}|add a comment|"
     r"\d+ likes?|home|email|back to (?:all |my )?[\w-]+|sign up(?: [\w ]{0,20})?|table of contents|facebook|twitter|"
     r"whatsapp|reddit|tumblr|pinterest|linkedin|copy link|reply|quote|permalink|ask question)"
     r"[^\w\n]*(?:\]\([^)\n]*\))?[^\w\n]*$",

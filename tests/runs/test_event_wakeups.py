@@ -24,7 +24,8 @@ pytestmark = [
 AUTH = {"Authorization": f"Bearer {KEY}"}
 # A Redis database of its own (the other tests use 5 and 7): its clients are this service's alone, and only they are
 # cut, whatever else runs beside.
-REDIS_URL = "redis://127.0.0.1:6379/9"
+REDIS_DB = 9
+REDIS_URL = f"redis://127.0.0.1:6379/{REDIS_DB}"
 _WAKEUPS = re.compile(r"^service_event_wakeups_total (\S+)$", re.MULTILINE)
 
 
@@ -59,7 +60,7 @@ def cut_connections() -> int:
     """Close every connection to REDIS_URL's database but this one (as a Redis restart would); how many."""
     client = redis.Redis.from_url(REDIS_URL)
     mine = client.client_id()
-    ids = [c["id"] for c in client.client_list() if c["db"] == "9" and c["id"] != str(mine)]
+    ids = [c["id"] for c in client.client_list() if int(c["db"]) == REDIS_DB and c["id"] != str(mine)]
     for client_id in ids:
         client.client_kill_filter(_id=client_id)
     return len(ids)
