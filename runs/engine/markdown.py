@@ -45,7 +45,7 @@ from bs4 import BeautifulSoup, Comment, Tag
 from bs4.builder import HTMLTreeBuilder
 from lxml import etree
 from lxml import html as lxml_html
-from markdownify import MarkdownConverter
+from markdownify import MarkdownConverter, chomp
 from trafilatura.core import determine_returnstring
 from trafilatura.metadata import Document
 from trafilatura.settings import Extractor
@@ -274,9 +274,11 @@ class _ElementTreeBuilder(HTMLTreeBuilder):
 
     NAME = "lxml-element"
     # Link targets as HTML serialisation writes them (printable ASCII kept, the rest %-escaped) and without the blanks
-    # round them, which browsers ignore: a space would end a Markdown link's destination.
+    # round them, which browsers ignore: a space would end a Markdown link's destination. Parentheses and angle
+    # brackets %-escaped too (the same URL): a reader of Markdown that does not balance them ended the link at the
+    # first ")" and kept the rest of the target as text (wikipedia's "Cg_(programming_language)").
     URI_ATTRIBUTES = ("href", "src")
-    URI_SAFE = "".join(map(chr, range(33, 127)))
+    URI_SAFE = "".join(char for char in map(chr, range(33, 127)) if char not in "()<>")
     # The attributes markdownify reads (links, images, video, list start, table spans): a tag made with a page's
     # classes, styles and data attributes as well took bs4 twice as long.
     READ_ATTRIBUTES = frozenset(("href", "title", "src", "alt", "poster", "start", "colspan"))
@@ -337,9 +339,38 @@ class _Converter(MarkdownConverter):
         a bare "## " line."""
         return super().convert_hN(n, el, text, parent_tags) if text.strip() else ""
 
+    def process_text(self, el, parent_tags=None):
+        """A line break at the edge of a link's or an emphasis's text is a blank there, as a space is: markdownify kept
+        a space as the blank before or after "[FABCON](...)" and dropped a line break ("March 16, 2026[FABCON](...)"
+        where the page showed "March 16, 2026 FABCON")."""
+        text = super().process_text(el, parent_tags)
+        parent = el.parent
+        if not text or parent is None or parent.name not in _CHOMPED or "pre" in (parent_tags or ()):
+            return text
+        if text[0] == "\n" and el.previous_sibling is None:
+            text = " " + text.lstrip("\n")
+        if text[-1] == "\n" and el.next_sibling is None:
+            text = text.rstrip("\n") + " "
+        return text
+
+    def convert_a(self, el, text, parent_tags):
+        """A link whose text is in brackets (a footnote's "[1]", "[source]", "[email protected]") has them outside it:
+        "\\[[1](...)\\]", not "[[1]](...)", which CommonMark reads but a reader that takes a link's text to its first
+        "]" does not (it kept the target's words as text). A link inside another is its text: Markdown has no such
+        links, and the outer one's brackets and target were left as text."""
+        if "a" in parent_tags:  # a link inside a link (a card's link round its swatches' links): its text alone
+            return text
+        prefix, suffix, inner = chomp(text)
+        if len(inner) > 2 and inner[0] == "[" and inner[-1] == "]" and not _BRACKETS.search(inner[1:-1]):
+            return f"{prefix}\\[{super().convert_a(el, inner[1:-1], parent_tags)}\\]{suffix}"
+        return super().convert_a(el, text, parent_tags)
+
     def convert_video(self, el, text, parent_tags):
         """A video's text (its fallback for old browsers, or the blanks between its <source> tags) on one line: as an
-        image's alt text, markdownify wrote its line breaks ("[![\\n\\n](poster.jpg)](video.webm)")."""
+        image's alt text, markdownify wrote its line breaks ("[![\\n\\n](poster.jpg)](video.webm)"). Inside a link, that
+        text alone, as for a link inside a link (convert_a)."""
+        if "a" in parent_tags:
+            return " ".join(text.split())
         return super().convert_video(el, " ".join(text.split()), parent_tags)
 
     def escape(self, text, parent_tags):
@@ -352,6 +383,9 @@ class _Converter(MarkdownConverter):
         kept = _INTRAWORD_UNDERSCORES.sub(lambda run: _KEPT * len(run[0]), text)
         return super().escape(kept, parent_tags).replace(_KEPT, "_")
 
+
+_CHOMPED = {"a", "b", "strong", "em", "i", "del", "s", "code", "kbd", "samp", "sub", "sup"}  # markdownify's chomp()
+_BRACKETS = re.compile(r"[\[\]]")
 
 # A run of underscores between two letters or digits; and what stands for each of them while the rest is escaped.
 _INTRAWORD_UNDERSCORES = re.compile(r"(?<=[^\W_])_+(?=[^\W_])")
@@ -385,17 +419,26 @@ _IN_CODE = etree.XPath("ancestor::pre|ancestor::code")
 
 def _separate_inline_boxes(root) -> None:
     """A space between two sibling inline elements (_INLINE_BOXES) with nothing between them, where a letter or digit
-    ends the first and another starts the second."""
+    ends the first and a capital or a digit starts the second. Not where a small letter starts it: that is a word's
+    next part, where a page's editor began a new run of text ("3<span>rd</span>", "child<span>ren</span>"); nor
+    where either is a lone letter (a drop cap, a title animated letter by letter)."""
     has_code = root.find(".//pre") is not None or root.find(".//code") is not None
     for element in root.iter(_INLINE_BOXES):
         before = element.getprevious()
         if before is None or before.tail or not isinstance(before.tag, str) or before.tag not in _INLINE_BOXES:
             continue
-        if not _FIRST_TEXT(element)[:1].isalnum() or not _LAST_TEXT(before)[-1:].isalnum():
+        first, last = _FIRST_TEXT(element), _LAST_TEXT(before)
+        if not first[:1].isalnum() or first[:1].islower() or not last[-1:].isalnum():
+            continue
+        if _lone_letter(first) or _lone_letter(last):
             continue
         if has_code and _IN_CODE(element):
             continue
         before.tail = " "
+
+
+def _lone_letter(text: str) -> bool:
+    return len(text := text.strip()) == 1 and text.isalpha()
 
 
 _EMPHASIS = {"b": "strong", "strong": "strong", "i": "em", "em": "em"}
@@ -753,6 +796,7 @@ def main_content(page_html: str, url: str | None = None) -> Converted:
     _link_targets(tree, base_url(tree, url) if url else None)
     _drop_named(tree, _NOT_SHOWN)
     _without_small_screen_copies(tree)
+    _separate_inline_boxes(tree)  # before trafilatura, which strips the elements and runs their words together
     strategy = STRATEGIES[kind]
     if kind == "article" and probability < UNSURE_ARTICLE:
         strategy = UNSURE_ARTICLE_STRATEGY

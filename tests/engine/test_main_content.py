@@ -949,3 +949,59 @@ def test_an_article_trafilatura_reads_as_paragraphs_only_is_read_again_in_the_ma
     assert "\n- Save time: No more hunting for that one pen or sticky note.\n" in markdown
     assert "\n## Why We Group Items Together\n" in markdown and "\n### 1. Desktop Organizers\n" in markdown
     assert missing(words(plain_text(markdown)), truth) == []
+
+
+def test_inline_boxes_are_told_apart_before_trafilatura_runs_their_words_together():
+    """pitchfork-like review (0402): artist, album and label are three inline boxes; trafilatura strips the elements,
+    and the Markdown read "Earth BallOutside Over ThereUpset The Rhythm"."""
+    html, truth = dev_page("0402")
+    assert words("Earth Ball Outside Over There Upset The Rhythm") in main_words(html, truth["url"])
+
+
+def test_a_words_next_part_or_a_lone_letter_in_an_element_of_its_own_is_not_split_off():
+    page = (
+        "<html><body><p><span>Details: 455 N. 3</span><span>rd</span><span> St. for </span><span>child</span>"
+        "<span>ren</span> and adults.</p>"
+        "<h2><span>H</span><span>E</span><span>Y</span> there</h2><p><span>I</span><span>f you can</span></p>"
+        "<p><span>Brand</span><span>Name</span></p></body></html>"
+    )
+    markdown = convert(page, main_content_only=False).markdown
+    assert "455 N. 3rd St. for children and adults." in markdown
+    assert "## HEY there" in markdown and "If you can" in markdown
+    assert "Brand Name" in markdown  # two boxes, a capital starting the second
+
+
+def test_a_line_break_at_a_links_edge_is_a_blank_between_its_words_and_the_next():
+    page = (
+        "<html><body><ul><li>March 16, 2026<a href='/fabcon'>\n   FABCON\n  </a><b>\nAtlanta\n</b>, GA</li></ul>"
+        "</body></html>"
+    )
+    markdown = convert(page, main_content_only=False, url="https://events.example/").markdown
+    assert plain_text(markdown).split() == ["-", "March", "16,", "2026", "FABCON", "Atlanta", ",", "GA"]
+    html, truth = dev_page("4362")  # every event's date and then its name, each name a link on a line of its own
+    assert words("March 16, 2026 FABCON Atlanta, United States") in main_words(html, truth["url"])
+
+
+def test_a_link_in_brackets_or_in_another_link_and_a_target_with_parentheses_read_as_one_link_each():
+    page = (
+        "<html><body><p>Relevant and timely.<a href='#footnote-1'><sup>[1]</sup></a> See "
+        "<a href='/wiki/Cg_(programming_language)'>Cg</a>, <a href='/cups/4oz'><b>Joco Cup</b> in "
+        "<span><a href='/cups/4oz?colour=violet'>Violet</a></span> $29.95</a> and "
+        "<a href='/intro'><video src='/v.mp4'>Intro</video></a>.</p></body></html>"
+    )
+    markdown = convert(page, main_content_only=False, url="https://w.example/a").markdown
+    assert "timely.\\[[1](https://w.example/a#footnote-1)\\]" in markdown
+    assert "[Cg](https://w.example/wiki/Cg_%28programming_language%29)" in markdown
+    # A reader that takes a link's text up to its first "]" and its target up to its first ")" (as the benchmark's
+    # plain text does) gets the page's words and no word of a target.
+    text = " ".join(plain_text(markdown).split())
+    assert text == "Relevant and timely.\\[1\\] See Cg, Joco Cup in Violet $29.95 and Intro."
+    assert "[**Joco Cup** in Violet $29.95](https://w.example/cups/4oz)" in markdown  # the card's link round its own
+    rendered = lxml_html.fromstring(MarkdownIt("commonmark").render(markdown))
+    assert rendered.text_content().strip() == "Relevant and timely.[1] See Cg, Joco Cup in Violet $29.95 and Intro."
+    assert [link.get("href") for link in rendered.iter("a")] == [
+        "https://w.example/a#footnote-1",
+        "https://w.example/wiki/Cg_%28programming_language%29",
+        "https://w.example/cups/4oz",
+        "https://w.example/intro",
+    ]
