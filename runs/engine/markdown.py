@@ -360,10 +360,34 @@ class _Converter(MarkdownConverter):
         links, and the outer one's brackets and target were left as text."""
         if "a" in parent_tags:  # a link inside a link (a card's link round its swatches' links): its text alone
             return text
+        if (el.get("href") or "").lstrip()[:11].lower() == "javascript:":  # a script's, not a place to go
+            return text
         prefix, suffix, inner = chomp(text)
+        if _BLOCK_MARKS.search(inner):
+            return self._round_blocks(el, inner, parent_tags)
         if len(inner) > 2 and inner[0] == "[" and inner[-1] == "]" and not _BRACKETS.search(inner[1:-1]):
             return f"{prefix}\\[{super().convert_a(el, inner[1:-1], parent_tags)}\\]{suffix}"
         return super().convert_a(el, text, parent_tags)
+
+    def convert_dd(self, el, text, parent_tags):
+        """A definition as a paragraph of its own. markdownify wrote it as Pandoc does (":   " and its lines indented by
+        four blanks), which CommonMark reads as a code block from its second paragraph on: an arXiv listing's authors
+        came out as their links' Markdown."""
+        if "_inline" in parent_tags:
+            return super().convert_dd(el, text, parent_tags)
+        return self.convert_div(el, text, parent_tags)
+
+    def _round_blocks(self, el, text, parent_tags) -> str:
+        """A link round blocks (a card's title, its price and its list of features under one link): the blocks, the
+        link on the first one's text. A link's text is one line's in Markdown: "[## Cup\\n\\n- Semi-open](...)" was
+        read by CommonMark as text, brackets and target and all."""
+        lines = text.split("\n")
+        for at, line in enumerate(lines):
+            marks, words, blanks = _BLOCK_LINE.match(line).groups()
+            if _WORD.search(words) and not words.startswith(("```", "|")):
+                lines[at] = f"{marks}{self.convert_a(el, words, parent_tags)}{blanks}"
+                break
+        return "\n\n" + "\n".join(lines) + "\n\n"
 
     def convert_video(self, el, text, parent_tags):
         """A video's text (its fallback for old browsers, or the blanks between its <source> tags) on one line: as an
@@ -386,6 +410,9 @@ class _Converter(MarkdownConverter):
 
 _CHOMPED = {"a", "b", "strong", "em", "i", "del", "s", "code", "kbd", "samp", "sub", "sup"}  # markdownify's chomp()
 _BRACKETS = re.compile(r"[\[\]]")
+# A link's text that holds blocks: a blank line, or a line that opens a heading, a list item, a quote, a table or code
+_BLOCK_MARKS = re.compile(r"\n[ \t]*\n|^[ \t]*(?:#{1,6}[ \t]|[-*+][ \t]|\d{1,9}[.)][ \t]|>|\||```)", re.MULTILINE)
+_BLOCK_LINE = re.compile(r"^((?:[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+|\d{1,9}[.)][ \t]+|>[ \t]*))*)(.*?)(\s*)$")
 
 # A run of underscores between two letters or digits; and what stands for each of them while the rest is escaped.
 _INTRAWORD_UNDERSCORES = re.compile(r"(?<=[^\W_])_+(?=[^\W_])")
@@ -639,12 +666,32 @@ _fragment_parsers = threading.local()  # an lxml parser is used by one thread at
 
 
 def _fragment_tree(fragment: str):
-    """trafilatura's HTML output as a tree again (None when nothing in it could be read)."""
+    """trafilatura's HTML output as a tree again (None when nothing in it could be read), its inline code inline."""
     parser = getattr(_fragment_parsers, "parser", None)
     if parser is None:
         parser = etree.XMLParser(recover=True, huge_tree=True, resolve_entities=False, no_network=True)
         _fragment_parsers.parser = parser
-    return etree.fromstring(fragment, parser)
+    tree = etree.fromstring(fragment, parser)
+    if tree is not None:
+        _inline_code(tree)
+    return tree
+
+
+# Where a <pre> of trafilatura's is a word of a line, not a block of its own.
+_IN_LINE = frozenset(
+    ("p", "a", "h1", "h2", "h3", "h4", "h5", "h6", "td", "th", "li", "dt", "dd", "strong", "em", "b", "i")
+)
+
+
+def _inline_code(tree) -> None:
+    """trafilatura writes all code as <pre>, a paragraph's "<code>WebSocket</code>" too: the Markdown cut the sentence
+    round a code block ("The\n\n```\nWebSocket\n```\n\nobject provides..."), and in a link the block ended it (a
+    CommonMark reader showed its target as text). A one-line <pre> in a paragraph, a link, a heading, a cell or a list
+    item is <code> again."""
+    for pre in tree.iter("pre"):
+        parent = pre.getparent()
+        if parent is not None and parent.tag in _IN_LINE and "\n" not in "".join(pre.itertext()).strip():
+            pre.tag = "code"
 
 
 def _words(text: str) -> int:
