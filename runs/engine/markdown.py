@@ -363,7 +363,7 @@ class _Converter(MarkdownConverter):
         if (el.get("href") or "").lstrip()[:11].lower() == "javascript:":  # a script's, not a place to go
             return text
         prefix, suffix, inner = chomp(text)
-        if _BLOCK_MARKS.search(inner):
+        if ("\n" in inner and _BLOCK_MARKS.search(inner)) or (inner[:1] == "#" and el.find(_HEADING_TAGS)):
             return self._round_blocks(el, inner, parent_tags)
         if len(inner) > 2 and inner[0] == "[" and inner[-1] == "]" and not _BRACKETS.search(inner[1:-1]):
             return f"{prefix}\\[{super().convert_a(el, inner[1:-1], parent_tags)}\\]{suffix}"
@@ -410,8 +410,10 @@ class _Converter(MarkdownConverter):
 
 _CHOMPED = {"a", "b", "strong", "em", "i", "del", "s", "code", "kbd", "samp", "sub", "sup"}  # markdownify's chomp()
 _BRACKETS = re.compile(r"[\[\]]")
-# A link's text that holds blocks: a blank line, or a line that opens a heading, a list item, a quote, a table or code
+# A link's text of several lines that holds blocks: a blank line, or a line that opens a heading, a list item, a quote,
+# a table or code (on one line, "1. Introduction" is a table of contents' link, not a list)
 _BLOCK_MARKS = re.compile(r"\n[ \t]*\n|^[ \t]*(?:#{1,6}[ \t]|[-*+][ \t]|\d{1,9}[.)][ \t]|>|\||```)", re.MULTILINE)
+_HEADING_TAGS = re.compile("^h[1-6]$")  # as bs4 finds a tag by its name
 _BLOCK_LINE = re.compile(r"^((?:[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+|\d{1,9}[.)][ \t]+|>[ \t]*))*)(.*?)(\s*)$")
 
 # A run of underscores between two letters or digits; and what stands for each of them while the rest is escaped.

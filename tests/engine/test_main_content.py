@@ -1010,17 +1010,24 @@ def test_a_link_in_brackets_or_in_another_link_and_a_target_with_parentheses_rea
 def test_a_link_round_blocks_and_a_definition_are_markdown_a_commonmark_reader_reads_as_the_page_shows_them():
     page = (
         "<html><body><div><a href='/p/1'><h2>Superlux HD-681</h2><ul><li>Semi-open</li><li>Dynamic</li></ul>"
-        "<p>$29</p></a><a href='javascript:void(0)'>Compare</a></div>"
+        "<p>$29</p></a><a href='javascript:void(0)'>Compare</a><a href='/c'><h3>Cup</h3></a></div>"
+        "<p>Read <a href='#intro'>1. Introduction</a> first.</p>"
         "<dl><dt>Authors:</dt><dd><p>By <a href='/a'>Sun</a></p><p>and <a href='/b'>LeCun</a></p></dd></dl>"
         "</body></html>"
     )
     markdown = convert(page, main_content_only=False, url="https://w.example/").markdown
     assert "## [Superlux HD-681](https://w.example/p/1)\n\n- Semi-open\n- Dynamic\n\n$29" in markdown
-    shown = commonmark_text(markdown)
-    assert " ".join(shown.split()) == "Superlux HD-681 Semi-open Dynamic $29 Compare Authors: By Sun and LeCun"
+    assert "### [Cup](https://w.example/c)" in markdown
+    assert "Read [1. Introduction](https://w.example/#intro) first." in markdown  # one line's link, not a list
+    shown = " ".join(commonmark_text(markdown).split())
+    assert shown == (
+        "Superlux HD-681 Semi-open Dynamic $29 Compare Cup Read 1. Introduction first. Authors: By Sun and LeCun"
+    )
     rendered = lxml_html.fromstring(MarkdownIt("commonmark").render(markdown))
     assert [(link.text_content(), link.get("href")) for link in rendered.iter("a")] == [
         ("Superlux HD-681", "https://w.example/p/1"),
+        ("Cup", "https://w.example/c"),
+        ("1. Introduction", "https://w.example/#intro"),
         ("Sun", "https://w.example/a"),
         ("LeCun", "https://w.example/b"),
     ]
