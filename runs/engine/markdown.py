@@ -26,6 +26,9 @@ instead (0: never). Tuned on half of the WCXB development split, reported on the
 (tests/bench/markdown_quality.py --dataset wcxb-dev). The fallbacks are a third of trafilatura's time; they matter on
 articles and forums, and not on the types whose main region is weighed against trafilatura (collections, listings,
 documentation, service pages: word F1 within 0.003 either way on the tuning half, 10-22% less time per page).
+The Markdown is read the same by CommonMark and by a reader that strips its marks (tests/bench/markdown_quality.py
+scores both): a link round blocks is the blocks with the link in the first one, inline code is inline, a link's
+brackets and a target's parentheses never end a link early, and inline boxes' words do not run together.
 """
 
 from __future__ import annotations
@@ -354,13 +357,13 @@ class _Converter(MarkdownConverter):
         return text
 
     def convert_a(self, el, text, parent_tags):
-        """A link whose text is in brackets (a footnote's "[1]", "[source]", "[email protected]") has them outside it:
-        "\\[[1](...)\\]", not "[[1]](...)", which CommonMark reads but a reader that takes a link's text to its first
-        "]" does not (it kept the target's words as text). A link inside another is its text: Markdown has no such
-        links, and the outer one's brackets and target were left as text."""
-        if "a" in parent_tags:  # a link inside a link (a card's link round its swatches' links): its text alone
-            return text
-        if (el.get("href") or "").lstrip()[:11].lower() == "javascript:":  # a script's, not a place to go
+        """A link, where markdownify's was not one to a reader of Markdown. One whose text is in brackets (a
+        footnote's "[1]", "[source]", "[email protected]") has them outside it: "\\[[1](...)\\]", not "[[1]](...)",
+        which CommonMark reads but a reader that takes a link's text to its first "]" does not (it kept the target's
+        words as text). One round blocks is the blocks (_round_blocks). One inside another, and one to a script
+        ("javascript:"), are their text: Markdown has no link in a link (the outer one's brackets and target were left
+        as text), and a script's is no place to go."""
+        if "a" in parent_tags or (el.get("href") or "").lstrip()[:11].lower() == "javascript:":
             return text
         prefix, suffix, inner = chomp(text)
         if ("\n" in inner and _BLOCK_MARKS.search(inner)) or (inner[:1] == "#" and el.find(_HEADING_TAGS)):
@@ -687,7 +690,7 @@ _IN_LINE = frozenset(
 
 def _inline_code(tree) -> None:
     """trafilatura writes all code as <pre>, a paragraph's "<code>WebSocket</code>" too: the Markdown cut the sentence
-    round a code block ("The\n\n```\nWebSocket\n```\n\nobject provides..."), and in a link the block ended it (a
+    round a code block ("The\\n\\n```\\nWebSocket\\n```\\n\\nobject provides..."), and in a link the block ended it (a
     CommonMark reader showed its target as text). A one-line <pre> in a paragraph, a link, a heading, a cell or a list
     item is <code> again."""
     for pre in tree.iter("pre"):
