@@ -1040,7 +1040,68 @@ def _extraction(tree, url: str | None, strategy: Strategy):
     """trafilatura's extraction as a tree (None when it found nothing) and its number of words."""
     fragment = _extracted_html(tree, url, strategy)
     extracted_tree = _fragment_tree(fragment) if fragment else None
+    if extracted_tree is not None:
+        _blanks_round_links(tree, extracted_tree)
     return extracted_tree, _words("".join(extracted_tree.itertext())) if extracted_tree is not None else 0
+
+
+def _blanks_round_links(page, extracted_tree) -> None:
+    """The blank before or after a link that trafilatura trimmed, given back: in a block of text and inline elements
+    (ArchWiki's tip boxes) it trims each piece, and the Markdown read "[pacman](...)package contains tools such as
+    [makepkg](...)and", or "the loaf![Here's a video](...)", an image to Markdown. A link gets the blank the page
+    gave the same link (same target, same text) on that side; where the page's copies of it disagree, none."""
+    blanks = None
+    for link in extracted_tree.iter("a"):
+        if blanks is None:
+            blanks = _link_blanks(page)
+        before, after = blanks.get((link.get("href"), " ".join("".join(link.itertext()).split())), (False, False))
+        if after and link.tail and not link.tail[:1].isspace():
+            link.tail = f" {link.tail}"
+        if not before:
+            continue
+        previous = link.getprevious()
+        if previous is not None:
+            if previous.tail and not previous.tail[-1:].isspace():
+                previous.tail += " "
+        elif (parent := link.getparent()) is not None and parent.text and not parent.text[-1:].isspace():
+            parent.text += " "
+
+
+def _link_blanks(page) -> dict[tuple[str, str], tuple[bool, bool]]:
+    """(target, text) of each of page's links -> whether a blank comes before it and after it in the page."""
+    blanks: dict[tuple[str, str], tuple[bool, bool]] = {}
+    for link in page.iter("a"):
+        target = link.get("href")
+        if not target:
+            continue
+        found = (_blank_before(link), _blank_after(link))
+        key = (target, " ".join("".join(link.itertext()).split()))
+        blanks[key] = found if blanks.get(key, found) == found else (False, False)
+    return blanks
+
+
+def _blank_before(element) -> bool:
+    """Whether a blank comes right before element in the page's text (first in its parent: before the parent)."""
+    while (parent := element.getparent()) is not None:
+        previous = element.getprevious()
+        if previous is not None:
+            return bool(previous.tail) and previous.tail[-1].isspace()
+        if parent.text:
+            return parent.text[-1].isspace()
+        element = parent
+    return False
+
+
+def _blank_after(element) -> bool:
+    """Whether a blank comes right after element in the page's text (last in its parent: after the parent; a
+    wrapper's tail, as "<span><a>pacman</a></span> package")."""
+    while element is not None:
+        if element.tail:
+            return element.tail[0].isspace()
+        if element.getnext() is not None:
+            return False
+        element = element.getparent()
+    return False
 
 
 def _one_paragraph(extracted_tree) -> bool:

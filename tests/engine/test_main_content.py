@@ -1058,3 +1058,22 @@ def test_a_commonmark_reader_gets_real_pages_words_and_no_link_target(page_id):
     # what the benchmark's reading of the Markdown holds of the page's reference, a CommonMark reader shows too
     assert len(truth["ground_truth"]["with"]) >= 3
     assert missing(shown, truth) == missing(words(plain_text(markdown)), truth)
+
+
+def test_the_blank_trafilatura_trims_at_a_links_edge_is_given_back_and_none_is_added():
+    prose = " ".join(["Pacman keeps the system up to date by synchronizing package lists with the master server."] * 5)
+    page = (
+        f"<html><body><article><h1>pacman</h1><p>{prose}</p><div class='box'><strong>Tip</strong> The "
+        "<span class='pkg'><a href='https://archlinux.org/packages/?name=pacman'>pacman</a></span> package contains"
+        " tools such as <a href='/title/Makepkg'>makepkg</a> and <span><a href='/man/vercmp'>vercmp(8)</a></span>."
+        " Other tools are in <a href='/aur'>pacman-contrib</a>, with <a href='/title/Hook'>hook</a>s of their own."
+        f"</div><p>{prose} Consider using the <a href='/tpl'>Online Template,</a> which includes more.</p>"
+        "</article></body></html>"
+    )
+    markdown = main_content(page, "https://wiki.example/title/Pacman").markdown
+    # trafilatura gave "[pacman](...)package contains tools such as\n\n[makepkg](...)and"
+    assert "[pacman](https://archlinux.org/packages/?name=pacman) package contains" in markdown
+    assert "[makepkg](https://wiki.example/title/Makepkg) and" in markdown
+    assert "[hook](https://wiki.example/title/Hook)s of their own" in markdown  # the page wrote no blank there
+    html, truth = dev_page("0210")  # trafilatura gave "Consider using the[Online and Hybrid Course Syllabus Template,]"
+    assert words("Consider using the Online and Hybrid Course Syllabus Template") in main_words(html, truth["url"])
