@@ -451,16 +451,19 @@ _IN_CODE = etree.XPath("ancestor::pre|ancestor::code")
 
 def _separate_inline_boxes(root) -> None:
     """A space between two sibling inline elements (_INLINE_BOXES) with nothing between them, where a letter or digit
-    ends the first and a capital or a digit starts the second. Not where a small letter starts it: that is a word's
-    next part, where a page's editor began a new run of text ("3<span>rd</span>", "child<span>ren</span>"); nor
-    where either is a lone letter (a drop cap, a title animated letter by letter)."""
+    ends the first and another starts the second. Where a small letter starts the second, only when the two are
+    named apart (a field's "<span class=name>id</span><span class=type>string</span>"): else it is a word's next
+    part, where a page's editor began a new run of text ("3<span>rd</span>", "child<span>ren</span>"). Not where
+    either is a lone letter (a drop cap, a title animated letter by letter)."""
     has_code = root.find(".//pre") is not None or root.find(".//code") is not None
     for element in root.iter(_INLINE_BOXES):
         before = element.getprevious()
         if before is None or before.tail or not isinstance(before.tag, str) or before.tag not in _INLINE_BOXES:
             continue
         first, last = _FIRST_TEXT(element), _LAST_TEXT(before)
-        if not first[:1].isalnum() or first[:1].islower() or not last[-1:].isalnum():
+        if not first[:1].isalnum() or not last[-1:].isalnum():
+            continue
+        if first[:1].islower() and (not before.get("class") or before.get("class") == element.get("class")):
             continue
         if _lone_letter(first) or _lone_letter(last):
             continue

@@ -963,12 +963,14 @@ def test_a_words_next_part_or_a_lone_letter_in_an_element_of_its_own_is_not_spli
         "<html><body><p><span>Details: 455 N. 3</span><span>rd</span><span> St. for </span><span>child</span>"
         "<span>ren</span> and adults.</p>"
         "<h2><span>H</span><span>E</span><span>Y</span> there</h2><p><span>I</span><span>f you can</span></p>"
-        "<p><span>Brand</span><span>Name</span></p></body></html>"
+        "<p><span>Brand</span><span>Name</span></p><p><span class='name'>id</span><span class='type'>string</span>"
+        "<span class='type'>able</span></p></body></html>"
     )
     markdown = convert(page, main_content_only=False).markdown
     assert "455 N. 3rd St. for children and adults." in markdown
     assert "## HEY there" in markdown and "If you can" in markdown
     assert "Brand Name" in markdown  # two boxes, a capital starting the second
+    assert "id stringable" in markdown  # boxes named apart; the next part of one of them
 
 
 def test_a_line_break_at_a_links_edge_is_a_blank_between_its_words_and_the_next():
