@@ -1057,7 +1057,7 @@ def _blanks_round_links(page, extracted_tree) -> None:
     for link in extracted_tree.iter("a"):
         if blanks is None:
             blanks = _link_blanks(page)
-        before, after = blanks.get((link.get("href"), " ".join("".join(link.itertext()).split())), (False, False))
+        before, after = blanks.get(_link_key(link), (False, False))
         if after and link.tail and not link.tail[:1].isspace():
             link.tail = f" {link.tail}"
         if not before:
@@ -1078,9 +1078,14 @@ def _link_blanks(page) -> dict[tuple[str, str], tuple[bool, bool]]:
         if not target:
             continue
         found = (_blank_before(link), _blank_after(link))
-        key = (target, " ".join("".join(link.itertext()).split()))
+        key = _link_key(link)
         blanks[key] = found if blanks.get(key, found) == found else (False, False)
     return blanks
+
+
+def _link_key(link) -> tuple[str | None, str]:
+    """A link as trafilatura's output and the page both give it: its target and its text's words."""
+    return link.get("href"), " ".join("".join(link.itertext()).split())
 
 
 def _blank_before(element) -> bool:
