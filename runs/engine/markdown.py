@@ -64,6 +64,7 @@ _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe")
 _NOT_CONTENT = ("nav", "header", "footer", "aside", "form", "button", "select", "dialog")
 _ALWAYS_DROPPED = {"nav", "aside"}
 _ELEMENTS_BELOW = etree.XPath("count(.//*)")
+_NAMED_BELOW = etree.XPath("descendant::*[@class or @id]")
 _TEXT = etree.XPath(".//text()[not(parent::script) and not(parent::style)]", smart_strings=False)
 _BOILERPLATE = re.compile(
     r"(?:^|[\s_-])(?:nav|navbar|menu|footer|header|sidebar|side-bar|breadcrumbs?|filters?|facets?|cookie|consent|"
@@ -942,9 +943,18 @@ def _with_product(markdown: str, name: str, description: str) -> str:
 def _drop_named(tree, names: re.Pattern) -> None:
     """Takes out of tree's body the elements whose class or id names match (cookie and consent banners and text for
     screen readers alone: _NOT_SHOWN; a product's reviews: _AROUND_PRODUCT), save one that holds half of the body's
-    text or more (_drop_where). After the page's type is told, which was learnt with them in."""
+    text or more (as _drop_where keeps). After the page's type is told, which was learnt with them in. Only the
+    elements that have a class or an id are looked at (found by XPath in C: a tenth of them on most pages)."""
     body = tree.find("body")
-    _drop_where(body if body is not None else tree, lambda element: bool(names.search(class_and_id(element))))
+    top = body if body is not None else tree
+    half = None  # measured when an element is found
+    for element in _NAMED_BELOW(top):  # in document order
+        if not names.search(class_and_id(element)) or top not in element.iterancestors():
+            continue  # not named so, or it went with an element taken out before it
+        if half is None:
+            half = len(top.text_content()) / 2
+        if len(element.text_content()) < half:
+            element.drop_tree()
 
 
 def _without_small_screen_copies(tree) -> None:
@@ -985,13 +995,19 @@ def _word_counts(element) -> Counter[str]:
 def _chosen(tree, url: str | None, strategy: Strategy) -> str:
     """Of trafilatura's extraction and the main region, the one strategy says, as Markdown."""
     extracted_tree, extracted = _extraction(tree, url, strategy)
+    # The main region, found once: in a copy of tree when trafilatura reads it alone (main_region cuts the tree it is
+    # given, and tree is read whole again below: the one-paragraph retry, _widened).
+    region = None
     if extracted and not _sectioned(extracted_tree):
         # Its text without a section's heading or a list item: often its gathering of the page's paragraphs, after its
         # first pick of a frame (a breadcrumb, a header) held too little. Read again in the main region alone, where
-        # those are gone, it may find the frame (REGION_AGAIN).
-        again_tree, again = _extraction(_region_document(tree), url, strategy)
-        if again and _sectioned(again_tree) and again >= REGION_AGAIN * extracted:
-            extracted_tree, extracted = again_tree, again
+        # those are gone, it may find the frame (REGION_AGAIN); not when the region has no section or list to find.
+        region = main_region(deepcopy(tree))
+        if _sectioned(region):
+            document, region = _region_document(tree, region)
+            again_tree, again = _extraction(document, url, strategy)
+            if again and _sectioned(again_tree) and again >= REGION_AGAIN * extracted:
+                extracted_tree, extracted = again_tree, again
     if extracted and strategy.whole and not strategy.recall and _one_paragraph(extracted_tree):
         # An article that trafilatura gives as one paragraph, the page's text run together (Dotdash Meredith's sites:
         # its byline, its table of contents and every section in one line): favouring recall, it finds the article's
@@ -1005,7 +1021,8 @@ def _chosen(tree, url: str | None, strategy: Strategy) -> str:
             return _convert(widened)
     if extracted and not strategy.shortest:
         return _convert(extracted_tree)
-    region = main_region(tree)
+    if region is None:
+        region = main_region(tree)
     in_region = _words(region.text_content())
     baseline_only = extracted and _baseline(extracted_tree) and in_region >= BASELINE_REGION * extracted
     paragraphs_only = (
@@ -1020,12 +1037,11 @@ def _chosen(tree, url: str | None, strategy: Strategy) -> str:
     return _convert(region)
 
 
-def _region_document(tree):
-    """A page that holds tree's main region alone (a copy) under tree's head: what trafilatura is given to read
-    again."""
-    region = main_region(deepcopy(tree))
+def _region_document(tree, region):
+    """A page that holds region (tree's main region, cut out of a copy of tree) alone under tree's head: what
+    trafilatura is given to read again; and the region as that page holds it."""
     if region.tag == "html":
-        return region
+        return region, region
     document, body = tree.makeelement("html", {}), tree.makeelement("body", {})
     head = tree.find("head")
     if head is not None:
@@ -1034,9 +1050,9 @@ def _region_document(tree):
     if region.tag == "body":
         body.text = region.text
         body.extend(list(region))
-    else:
-        body.append(region)
-    return document
+        return document, body
+    body.append(region)
+    return document, region
 
 
 def _extraction(tree, url: str | None, strategy: Strategy):
