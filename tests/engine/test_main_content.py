@@ -332,6 +332,25 @@ def test_a_forum_thread_gives_a_quoted_post_once():
     assert text.count("has anybody tried perhaps a beta of ubuntu 24 04") == 1
 
 
+@pytest.mark.parametrize(
+    ("page_id", "panel_words"),
+    [
+        ("0514", {"member"}),  # resetera.com (XenForo): each author's "Member" banner and join date
+        ("1674", {"joined", "member"}),  # australianfrequentflyer.com.au (XenForo): "Member", "Joined", "Posts 267"
+    ],
+)
+def test_a_threads_author_panels_are_not_its_posts(page_id, panel_words):
+    """Beside each post, its author's title, banner, join date and post count: the thread's main region is taken, and
+    those panels are not the posts (the references hold none of their words); every post's own text stays."""
+    html, truth = dev_page(page_id)
+    found = main_content(html, truth["url"])
+    text = words(plain_text(found.markdown))
+    assert found.page_type == "forum"
+    assert missing(text, truth) == []
+    assert panel_words & set(text.split()) == set()
+    assert panel_words & set(words(truth["ground_truth"]["main_content"]).split()) == set()
+
+
 def test_a_line_that_is_a_control_alone_is_left_out_and_the_same_words_in_text_or_code_are_kept():
     markdown = (
         "[Skip to main content](https://shop.example/#main)\n\n# Trail 25 Pack\n\n### Loading...\n\n"
