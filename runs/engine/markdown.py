@@ -65,7 +65,7 @@ _FENCED = re.compile(r"(^[ \t>]*```[^\n]*\n.*?\n[ \t>]*```[ \t]*$)", re.DOTALL |
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe")
 _NOT_CONTENT = ("nav", "header", "footer", "aside", "form", "button", "select", "dialog")
 _ALWAYS_DROPPED = {"nav", "aside"}
-_ELEMENTS_BELOW = etree.XPath("count(.//*)")
+_BELOW = etree.XPath("descendant::*")
 _NAMED_BELOW = etree.XPath("descendant::*[@class or @id]")
 _TEXT = etree.XPath(".//text()[not(parent::script) and not(parent::style)]", smart_strings=False)
 _BOILERPLATE = re.compile(
@@ -630,25 +630,26 @@ def _folded_part(element) -> bool:
     return element.tag not in ("ul", "ol", "nav") and _folded(element)
 
 
-def _drop_where(root, is_out) -> None:
-    """Takes out of root the elements below it for which is_out holds, save those that hold half of root's text or more
-    (that is the content, whatever it is named: a wrapper round the whole page named for a consent script, a
-    listing inside an element named as filters). In document order: an element inside one taken out went with it.
-    Root's text is measured only when an element is found (most pages have no consent banner)."""
+def _drop_where(root, is_out, among=_BELOW) -> None:
+    """Takes out of root the elements below it (those among finds, in document order: every one, or those with a class
+    or id: _NAMED_BELOW) for which is_out holds, save those that hold half of root's text or more (that is the
+    content, whatever it is named: a wrapper round the whole page named for a consent script, a listing inside an
+    element named as filters). An element inside one taken out went with it. Root's text is measured only when an
+    element is found (most pages have no consent banner)."""
     half = None
-    elements = list(root.iter(etree.Element))  # root first, then every element below it in document order
-    at = 1
-    while at < len(elements):
-        element = elements[at]
-        at += 1
+    dropped = None  # the last element taken out: what it held comes right after it in document order
+    for element in among(root):
+        if dropped is not None:
+            if dropped in element.iterancestors():
+                continue  # went with it: not looked at
+            dropped = None  # past what it held
         if not is_out(element):
             continue
         if half is None:
             half = len(root.text_content()) / 2
         if len(element.text_content()) < half:
-            # What it holds comes next in document order, and goes with it: skipped, not looked at.
-            at += int(_ELEMENTS_BELOW(element))
             element.drop_tree()
+            dropped = element
 
 
 def _around_heading(root):
@@ -963,17 +964,9 @@ def _drop_named(tree, names: re.Pattern) -> None:
 
 
 def _drop_named_below(top, names: re.Pattern) -> None:
-    """Takes out of top the elements below it whose class or id names match, save one that holds half of top's text
-    or more (as _drop_where keeps). Only the elements that have a class or an id are looked at (found by XPath in C:
-    a tenth of them on most pages)."""
-    half = None  # measured when an element is found
-    for element in _NAMED_BELOW(top):  # in document order
-        if not names.search(class_and_id(element)) or top not in element.iterancestors():
-            continue  # not named so, or it went with an element taken out before it
-        if half is None:
-            half = len(top.text_content()) / 2
-        if len(element.text_content()) < half:
-            element.drop_tree()
+    """Takes out of top the elements below it whose class or id names match, as _drop_where does (looking only at
+    the elements that have a class or an id: a tenth of them on most pages)."""
+    _drop_where(top, lambda element: bool(names.search(class_and_id(element))), among=_NAMED_BELOW)
 
 
 def _without_small_screen_copies(tree) -> None:
