@@ -1,4 +1,5 @@
-"""HTML -> Markdown, with the page's type.
+"""A page as Markdown, whole or its main content, with the page's type. An element is written as Markdown by
+runs/engine/html_markdown.py; the lines left out once the Markdown is written are runs/engine/markdown_cleanup.py's.
 
 Main content depends on what kind of page it is (runs/engine/page_type.py). Two candidates are weighed:
 - trafilatura's extraction (its HTML output keeps headings, lists, tables and links; converted by markdownify), in its
@@ -28,9 +29,6 @@ instead (0: never). Tuned on half of the WCXB development split, reported on the
 (tests/bench/markdown_quality.py --dataset wcxb-dev). The fallbacks are a third of trafilatura's time; they matter on
 articles and forums, and not on the types whose main region is weighed against trafilatura (collections, listings,
 documentation, service pages: word F1 within 0.003 either way on the tuning half, 10-22% less time per page).
-The Markdown is read the same by CommonMark and by a reader that strips its marks (tests/bench/markdown_quality.py
-scores both): a link round blocks is the blocks with the link in the first one, inline code is inline, a link's
-brackets and a target's parentheses never end a link early, and inline boxes' words do not run together.
 """
 
 from __future__ import annotations
@@ -40,28 +38,29 @@ import json
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable
 from copy import deepcopy
 from dataclasses import dataclass, replace
-from urllib.parse import quote, unquote, urljoin
+from urllib.parse import unquote
 
 import trafilatura
-from bs4 import BeautifulSoup, Comment, Tag
-from bs4.builder import HTMLTreeBuilder
 from lxml import etree
 from lxml import html as lxml_html
-from markdownify import MarkdownConverter, chomp
 from trafilatura.core import determine_returnstring
 from trafilatura.metadata import Document
 from trafilatura.settings import Extractor
 
+from runs.engine.html_markdown import element_markdown, escaped, resolve_links, separate_inline_boxes
 from runs.engine.html_tree import JSON_LD_SCRIPTS, base_url, class_and_id, hidden, parse, schema_org_items
+from runs.engine.markdown_cleanup import (
+    markdown_words,
+    without_controls,
+    without_doubled_lines,
+    without_related,
+    without_repeated_runs,
+    without_repeats,
+)
 from runs.engine.page_type import likeliest, page_type
 
-_BLANK_LINES = re.compile(r"\n(?:[ \t]*\n){2,}")  # lines with nothing but blanks count as blank
-# markdownify's code blocks: fences on lines of their own (indented in a list item, marked ">" in a quote), not a ```
-# in a paragraph's text
-_FENCED = re.compile(r"(^[ \t>]*```[^\n]*\n.*?\n[ \t>]*```[ \t]*$)", re.DOTALL | re.MULTILINE)
 _DROPPED_TAGS = ("script", "style", "noscript", "template", "svg", "iframe")
 _NOT_CONTENT = ("nav", "header", "footer", "aside", "form", "button", "select", "dialog")
 _ALWAYS_DROPPED = {"nav", "aside"}
@@ -107,25 +106,6 @@ _AUTHOR_PANEL = re.compile(
     r"postcount|post-count|joindate|join-date|member-since|membersince)(?:$|[\s_-])",
     re.IGNORECASE,
 )
-# A line that is one of a page's controls and nothing else: a button's or a link's label, a loading placeholder, a sort
-# menu's current choice; in a list item, a heading, emphasis or a link (its target too) as well. On the WCXB dev
-# split: 30 pages better, 1 worse, +0.0004 (every half alike; "sign in" lines were kept: a sign-in page's title).
-# A product card's own controls ("Compare", "Quick shop", "Choose options", "Select size", a "Sponsored" tag): 14
-# better, none worse, +0.0002. A thread's ("Click to expand...", "Add a comment", "3 Likes"), a breadcrumb's or a share
-# bar's last words ("Home", "Email"), a way back ("Back to blog", "Back to all jobs"), a sign-up button, a table of
-# contents' label: 70 better, 10 worse (a docs page's "Email" field), +0.00013, both halves alike. A share bar's
-# targets and a post's buttons ("Facebook", "WhatsApp", "Copy link", "Reply", "Quote", "Permalink"): 18 better, 1
-# worse, +0.00002.
-_CONTROL = re.compile(
-    r"^[\s>*#\-\[]*(?:skip to [\w ]{0,30}|loading\W*|sort(?: by)?\s*:[\w ]{0,25}|sort by|sort and filter|"
-    r"show more|show less|load more|view all|see all|see more|add to (?:cart|bag|basket|wishlist|list|compare)|"
-    r"quick ?view|quick ?shop|compare|(?:ne plus )?comparer|(?:choose|view|select) options|select size|sponsored|"
-    r"share|print|read more|learn more|shop now|next|previous|close|click to [\w ]{1,20}|add a comment|"
-    r"\d+ likes?|home|email|back to (?:all |my )?[\w-]+|sign up(?: [\w ]{0,20})?|table of contents|facebook|twitter|"
-    r"whatsapp|reddit|tumblr|pinterest|linkedin|copy link|reply|quote|permalink|ask question)"
-    r"[^\w\n]*(?:\]\([^)\n]*\))?[^\w\n]*$",
-    re.IGNORECASE,
-)
 # A block shown on small screens only, and one shown from a wider screen on (the page gives the same block once for
 # each, and its style sheet shows one): by the responsive classes of Tailwind ("md:hidden"; "hidden md:block"),
 # Bootstrap ("d-lg-none"; "d-none d-lg-block"), Bootstrap 3, Bulma and Foundation, and by name ("mobile-only",
@@ -153,36 +133,7 @@ _HIDDEN_FIRST = re.compile(r"(?:^|\s)(?:hidden|d-none)(?:$|\s)")  # hidden until
 # On the WCXB dev split: 0.8607 -> 0.8616, 18 pages better, 8 worse (their references keep the small-screen copy, a
 # phone menu with them); every half alike; the Zyte article set unchanged.
 SMALL_SCREEN_COPY = 0.8  # of a small-screen block's words its wide-screen twin holds (_without_small_screen_copies)
-# A heading over other pages than this one: related articles or products, recommendations, recently viewed items. On
-# the WCXB dev split, leaving their sections out (without_related): +0.0006, 22 pages better, 6 worse (a docs page's
-# "Related products" attribute; an article whose paragraphs follow a related-articles box's heading, its links gone).
-# A product page's "Explore related items", "Frequently bought together", "Recommended accessories", "Complete the
-# look" as well: +0.0003 more, 5 pages better (4 held out), 1 worse by 0.002.
-_ABOUT_OTHER_PAGES = re.compile(
-    r"\W*(?:(?:explore |see |browse |discover )?related (?:articles|posts|products|items|stories|content|insights|"
-    r"resources|reading|news|links|videos|guides|topics|searches|categories|services|jobs|listings|questions|sponsors)"
-    r"(?: [\w']+){0,3}|you (?:may|might) also (?:like|enjoy)|recommended(?: for you| accessories| products)?|"
-    r"more like this|(?:people|customers) (?:who \w+ this \w+ )?also (?:viewed|bought|liked)|"
-    r"(?:frequently|often) bought together|complete the (?:set|look)|"
-    r"similar (?:items|products)|recently viewed(?: \w+)?|more from [\w ]{1,30}|you may also be interested in|"
-    r"latest (?:posts|news|articles)|popular (?:posts|articles)|read next|more (?:stories|articles|posts|news))\W*$",
-    re.IGNORECASE,
-)
-_HEADING = re.compile(r"(#{2,6})\s")  # below the page's title: a page titled "Related articles" is about them
 _WORD = re.compile(r"\w+")
-_LINK_TARGET = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_QUOTE_BREAK = re.compile(r"\s*>[>\s]*$")  # a quote's blank line, between its paragraphs
-_ONCE_WORDS = 5  # a repeated line shorter than this ("Thanks!", "+1 same here") is kept (without_repeats)
-# A run of lines given twice is left out when it holds this many words or more (without_repeated_runs); runs are found
-# as windows of RUN_LINES lines holding RUN_WORDS words or more. On the WCXB dev split: 13 pages better, 2 worse
-# (offers whose terms repeat), +0.0013, every half alike; from 60 words on, more pages lost (8 against 26).
-REPEATED_RUN_WORDS = 150
-RUN_LINES = 3
-RUN_WORDS = 12
-# The most text lines a block given twice in a row may have (without_doubled_lines). Blocks of 2 lines and more (a
-# product's title, badges and promise once per screen size): +0.0006 on the WCXB dev split, 26 pages better, 5 worse,
-# every half alike; with or without a least number of words (8, 20), within 0.0001 of that.
-DOUBLED_LINES = 12
 HEADED_SHARE = 0.65  # of the main region's words that the part its h1 heads must hold (main_region)
 MOSTLY_GIVEN = 0.5  # of a structured name's or description's words in the Markdown: it is not added (_with_product)
 
@@ -270,293 +221,12 @@ class Converted:
     page_type: str
 
 
-class _Tag(Tag):
-    """BeautifulSoup's Tag, with a find_parent(name) that walks up the parents. markdownify asks it of every tag
-    (is it inside a <pre>?), and bs4's general matcher made that a fifth of markdownify's time."""
-
-    def find_parent(self, name=None, attrs=None, **kwargs):
-        if not isinstance(name, str) or attrs or kwargs:
-            return super().find_parent(name, attrs, **kwargs)
-        parent = self.parent
-        while parent is not None and parent.name != name:
-            parent = parent.parent
-        return parent
-
-
-class _ElementTreeBuilder(HTMLTreeBuilder):
-    """A BeautifulSoup tree builder that reads an lxml element instead of parsing markup: the soup markdownify
-    converts is made from the tree this module already has (trafilatura's result, the page's main region or body),
-    not from that tree serialised and parsed again by html.parser (two fifths of markdownify's time). Its tags,
-    attributes, text and comments as they are; the round trip also changed some: lxml writes an empty <li> without
-    its end tag, and html.parser read the next item into it (a nested list of one, "- - Two")."""
-
-    NAME = "lxml-element"
-    # Link targets as HTML serialisation writes them (printable ASCII kept, the rest %-escaped) and without the blanks
-    # round them, which browsers ignore: a space would end a Markdown link's destination. Parentheses and angle
-    # brackets %-escaped too (the same URL): a reader of Markdown that does not balance them ended the link at the
-    # first ")" and kept the rest of the target as text (wikipedia's "Cg_(programming_language)").
-    URI_ATTRIBUTES = ("href", "src")
-    URI_SAFE = "".join(char for char in map(chr, range(33, 127)) if char not in "()<>")
-    # The attributes markdownify reads (links, images, video, list start, table spans): a tag made with a page's
-    # classes, styles and data attributes as well took bs4 twice as long.
-    READ_ATTRIBUTES = frozenset(("href", "title", "src", "alt", "poster", "start", "colspan"))
-    features = [NAME]
-
-    def __init__(self, element, **kwargs):
-        super().__init__(**kwargs)
-        self.element = element
-
-    def prepare_markup(self, markup, *args, **kwargs):
-        yield markup, None, None, False
-
-    def feed(self, markup) -> None:
-        soup = self.soup
-        root = self.element
-        for event, element in etree.iterwalk(root, events=("start", "end", "comment", "pi")):
-            if not isinstance(element.tag, str) and event in ("start", "end"):  # an entity reference XML left as one
-                if event == "start":
-                    soup.handle_data(element.text or "")
-                elif element.tail:
-                    soup.handle_data(element.tail)
-                continue
-            if event == "start":
-                attributes = {name: value for name, value in element.items() if name in self.READ_ATTRIBUTES}
-                for name in self.URI_ATTRIBUTES:
-                    if name in attributes:
-                        attributes[name] = quote(attributes[name].strip(" \t\n\r\f"), safe=self.URI_SAFE)
-                soup.handle_starttag(element.tag, None, None, attributes)
-                if element.text:
-                    soup.handle_data(element.text)
-                continue
-            if event == "comment":
-                soup.endData()
-                soup.handle_data(element.text or "")
-                soup.endData(Comment)
-            elif event == "end":
-                soup.endData()
-                soup.handle_endtag(element.tag)
-            # (a processing instruction shows nothing: its tail only)
-            if element.tail and element is not root:
-                soup.handle_data(element.tail)
-
-
-class _Converter(MarkdownConverter):
-    """markdownify's converter, with what it wrote wrong for pages: blocks it did not know, empty headings, and an
-    underscore escaped inside a word."""
-
-    # Block elements markdownify does not know as such (it writes their text inline): an FAQ's question ran into its
-    # answer ("Is it free?Yes, always."), a fieldset's legend into its first choice. Written as markdownify writes a
-    # <div>: their own paragraphs.
-    convert_details = convert_summary = convert_fieldset = convert_legend = MarkdownConverter.convert_div
-    convert_header = convert_footer = convert_main = convert_nav = convert_aside = MarkdownConverter.convert_div
-    convert_figure = convert_address = convert_hgroup = convert_dialog = convert_menu = MarkdownConverter.convert_div
-    convert_search = convert_center = convert_form = MarkdownConverter.convert_div
-
-    def convert_hN(self, n, el, text, parent_tags):
-        """A heading with no text (an icon's, or an image's, which the Markdown leaves out) is none: markdownify wrote
-        a bare "## " line."""
-        return super().convert_hN(n, el, text, parent_tags) if text.strip() else ""
-
-    def process_text(self, el, parent_tags=None):
-        """A line break at the edge of a link's or an emphasis's text is a blank there, as a space is: markdownify kept
-        a space as the blank before or after "[FABCON](...)" and dropped a line break ("March 16, 2026[FABCON](...)"
-        where the page showed "March 16, 2026 FABCON")."""
-        text = super().process_text(el, parent_tags)
-        parent = el.parent
-        if not text or parent is None or parent.name not in _CHOMPED or "pre" in (parent_tags or ()):
-            return text
-        if text[0] == "\n" and el.previous_sibling is None:
-            text = " " + text.lstrip("\n")
-        if text[-1] == "\n" and el.next_sibling is None:
-            text = text.rstrip("\n") + " "
-        return text
-
-    def convert_a(self, el, text, parent_tags):
-        """A link, where markdownify's was not one to a reader of Markdown. One whose text is in brackets (a
-        footnote's "[1]", "[source]", "[email protected]") has them outside it: "\\[[1](...)\\]", not "[[1]](...)",
-        which CommonMark reads but a reader that takes a link's text to its first "]" does not (it kept the target's
-        words as text). One round blocks is the blocks (_round_blocks). One inside another, and one to a script
-        ("javascript:"), are their text: Markdown has no link in a link (the outer one's brackets and target were left
-        as text), and a script's is no place to go."""
-        if "a" in parent_tags or (el.get("href") or "").lstrip()[:11].lower() == "javascript:":
-            return text
-        prefix, suffix, inner = chomp(text)
-        if ("\n" in inner and _BLOCK_MARKS.search(inner)) or (inner[:1] == "#" and el.find(_HEADING_TAGS)):
-            return self._round_blocks(el, inner, parent_tags)
-        if len(inner) > 2 and inner[0] == "[" and inner[-1] == "]" and not _BRACKETS.search(inner[1:-1]):
-            return f"{prefix}\\[{super().convert_a(el, inner[1:-1], parent_tags)}\\]{suffix}"
-        return super().convert_a(el, text, parent_tags)
-
-    def convert_dd(self, el, text, parent_tags):
-        """A definition as a paragraph of its own. markdownify wrote it as Pandoc does (":   " and its lines indented by
-        four blanks), which CommonMark reads as a code block from its second paragraph on: an arXiv listing's authors
-        came out as their links' Markdown."""
-        if "_inline" in parent_tags:
-            return super().convert_dd(el, text, parent_tags)
-        return self.convert_div(el, text, parent_tags)
-
-    def _round_blocks(self, el, text, parent_tags) -> str:
-        """A link round blocks (a card's title, its price and its list of features under one link): the blocks, the
-        link on the first one's text. A link's text is one line's in Markdown: "[## Cup\\n\\n- Semi-open](...)" was
-        read by CommonMark as text, brackets and target and all."""
-        lines = text.split("\n")
-        for at, line in enumerate(lines):
-            marks, words, blanks = _BLOCK_LINE.match(line).groups()
-            if _WORD.search(words) and not words.startswith(("```", "|")):
-                lines[at] = f"{marks}{self.convert_a(el, words, parent_tags)}{blanks}"
-                break
-        return "\n\n" + "\n".join(lines) + "\n\n"
-
-    def convert_video(self, el, text, parent_tags):
-        """A video's text (its fallback for old browsers, or the blanks between its <source> tags) on one line: as an
-        image's alt text, markdownify wrote its line breaks ("[![\\n\\n](poster.jpg)](video.webm)"). Inside a link, that
-        text alone, as for a link inside a link (convert_a)."""
-        if "a" in parent_tags:
-            return " ".join(text.split())
-        return super().convert_video(el, " ".join(text.split()), parent_tags)
-
-    def escape(self, text, parent_tags):
-        """markdownify escapes every underscore ("max\\_retries", "Director\\_Oh"): noise in the text a reader or a
-        model gets, and a word cut in two by anything that strips Markdown's marks. A run of underscores between two
-        letters or digits never opens or closes emphasis (CommonMark's flanking rules), so it is written as it is;
-        text comes one node at a time, and an underscore at a node's edge is escaped as before."""
-        if "_" not in text or _KEPT in text:
-            return super().escape(text, parent_tags)
-        kept = _INTRAWORD_UNDERSCORES.sub(lambda run: _KEPT * len(run[0]), text)
-        return super().escape(kept, parent_tags).replace(_KEPT, "_")
-
-
-_CHOMPED = {"a", "b", "strong", "em", "i", "del", "s", "code", "kbd", "samp", "sub", "sup"}  # markdownify's chomp()
-_BRACKETS = re.compile(r"[\[\]]")
-# A link's text of several lines that holds blocks: a blank line, or a line that opens a heading, a list item, a quote,
-# a table or code (on one line, "1. Introduction" is a table of contents' link, not a list)
-_BLOCK_MARKS = re.compile(r"\n[ \t]*\n|^[ \t]*(?:#{1,6}[ \t]|[-*+][ \t]|\d{1,9}[.)][ \t]|>|\||```)", re.MULTILINE)
-_HEADING_TAGS = re.compile("^h[1-6]$")  # as bs4 finds a tag by its name
-_BLOCK_LINE = re.compile(r"^((?:[ \t]*(?:#{1,6}[ \t]+|[-*+][ \t]+|\d{1,9}[.)][ \t]+|>[ \t]*))*)(.*?)(\s*)$")
-
-# A run of underscores between two letters or digits; and what stands for each of them while the rest is escaped.
-_INTRAWORD_UNDERSCORES = re.compile(r"(?<=[^\W_])_+(?=[^\W_])")
-_KEPT = "\ue000"
-_MARKDOWN = _Converter(heading_style="ATX", bullets="-", strip=["img"])
-
-
-def _convert(element) -> str:
-    """element (lxml) as Markdown (element's inline boxes are told apart first: it changes)."""
-    _separate_inline_boxes(element)
-    _joined_emphasis(element)
-    soup = BeautifulSoup("", builder=_ElementTreeBuilder(element), element_classes={Tag: _Tag})
-    markdown = _MARKDOWN.convert_soup(soup)
-    # Runs of blank lines made by the page's layout become one; a code block's own blank lines are code.
-    parts = _FENCED.split(markdown)
-    return "".join(part if odd % 2 else _BLANK_LINES.sub("\n\n", part) for odd, part in enumerate(parts)).strip() + "\n"
-
-
-# Inline elements that pages lay out as boxes of their own: a facet's label and its count, an author's name and the
-# date, a row of links. Written one after the other with nothing between them, their words ran together in the
-# Markdown ("Accessories1385", "Lawrence UlrichMar 7"), where the page showed them apart. Not sub and sup (m², a
-# footnote mark), nor anything inside code, where a highlighter's spans split tokens that are one.
-_INLINE_BOXES = (
-    "span", "a", "label", "time", "button", "strong", "b", "em", "i", "small", "abbr", "cite", "data", "output",
-    "mark", "u", "s", "del", "ins", "q", "dfn", "var",
-)  # fmt: skip
-_FIRST_TEXT = etree.XPath("string((.//text())[1])", smart_strings=False)
-_LAST_TEXT = etree.XPath("string((.//text())[last()])", smart_strings=False)
-_IN_CODE = etree.XPath("ancestor::pre|ancestor::code")
-
-
-def _separate_inline_boxes(root) -> None:
-    """A space between two sibling inline elements (_INLINE_BOXES) with nothing between them, where a letter or digit
-    ends the first and another starts the second. Where a small letter starts the second, only when the two are
-    named apart (a field's "<span class=name>id</span><span class=type>string</span>"): else it is a word's next
-    part, where a page's editor began a new run of text ("3<span>rd</span>", "child<span>ren</span>"). Not where
-    either is a lone letter (a drop cap, a title animated letter by letter)."""
-    has_code = root.find(".//pre") is not None or root.find(".//code") is not None
-    for element in root.iter(_INLINE_BOXES):
-        before = element.getprevious()
-        if before is None or before.tail or not isinstance(before.tag, str) or before.tag not in _INLINE_BOXES:
-            continue
-        first, last = _FIRST_TEXT(element), _LAST_TEXT(before)
-        if not first[:1].isalnum() or not last[-1:].isalnum():
-            continue
-        if first[:1].islower() and (not before.get("class") or before.get("class") == element.get("class")):
-            continue
-        if _lone_letter(first) or _lone_letter(last):
-            continue
-        if has_code and _IN_CODE(element):
-            continue
-        before.tail = " "
-
-
-def _lone_letter(text: str) -> bool:
-    return len(text := text.strip()) == 1 and text.isalpha()
-
-
-_EMPHASIS = {"b": "strong", "strong": "strong", "i": "em", "em": "em"}
-
-
-def _joined_emphasis(root) -> None:
-    """Two emphasis elements of one kind with nothing between them become one ("<b>inittab</b><b>:</b>"): Markdown
-    cannot write them apart, and "**inittab****:**" showed its asterisks. (Two that _separate_inline_boxes spaced
-    stay two.)"""
-    for element in list(root.iter(*_EMPHASIS)):
-        before = element.getprevious()
-        if before is None or before.tail or not isinstance(before.tag, str):
-            continue
-        if _EMPHASIS.get(before.tag) != _EMPHASIS[element.tag] or element.getparent() is None:
-            continue
-        if element.text:
-            if len(before):
-                before[-1].tail = (before[-1].tail or "") + element.text
-            else:
-                before.text = (before.text or "") + element.text
-        before.extend(list(element))  # each child with its tail
-        before.tail = element.tail
-        element.getparent().remove(element)
-
-
-_LINKS = {"a": ("href",), "video": ("src", "poster"), "source": ("src",)}  # the URLs the Markdown keeps
-_ABSOLUTE = ("https://", "http://")
-
-
-def _link_targets(root, base: str | None) -> None:
-    """Resolve root's link targets that the Markdown keeps against base (when there is one: before trafilatura, which
-    resolves a relative link against the site's root, not the page), and take out of them the characters XML does
-    not allow (_NOT_XML). lxml's make_links_absolute does every URL-bearing attribute and CSS url() of every element:
-    three times the work."""
-    for element in root.iter(*_LINKS):
-        for name in _LINKS[element.tag]:
-            value = element.get(name)
-            if not value or value.isspace():  # none, or a link to the page itself
-                continue
-            target = _NOT_XML.sub("", value) if _NOT_XML.search(value) else value
-            if base and not target.startswith(_ABSOLUTE):  # most links are: urljoin was a twentieth of the time
-                target = _joined(base, target)
-            if target != value:
-                element.set(name, target)
-
-
-def _joined(base: str, target: str) -> str:
-    """target resolved against base; as written when it cannot be parsed."""
-    try:
-        return urljoin(base, target.strip())
-    except ValueError:
-        return target
-
-
-# Characters XML does not allow (C0 controls save tab, line feed and carriage return). lxml reads them in an attribute
-# written as a character reference ("&#8;"), then refuses to set them in one: a relative link with one made the page's
-# conversion fail, and trafilatura, which copies each link's target into an attribute of its own, dropped the whole
-# page's text (a share link quoting a comment: stylebyemilyhenderson.com's post came out as its main region, comments
-# and all).
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
-
-
 def _whole_page(tree, url: str | None) -> str:
-    _link_targets(tree, base_url(tree, url) if url else None)
+    resolve_links(tree, base_url(tree, url) if url else None)
     for element in tree.iter(*_DROPPED_TAGS):
         element.drop_tree()
     body = tree.find("body")
-    return _convert(body if body is not None else tree)
+    return element_markdown(body if body is not None else tree)
 
 
 def whole_page_markdown(page_html: str, url: str | None = None) -> str:
@@ -722,153 +392,16 @@ def _words(text: str) -> int:
     return len(_WORD.findall(text))
 
 
-def _line_words(line: str) -> tuple[str, ...]:
-    """A Markdown line's words in lower case (a quote's ">" marks, a list's "-", emphasis and link targets aside)."""
-    return tuple(word.lower() for word in _WORD.findall(_LINK_TARGET.sub(r"\1", line)))
-
-
-def _table_row(line: str) -> bool:
-    return line.lstrip().startswith("|")
-
-
-def _between_code(markdown: str, edit: Callable[[list[str]], list[str]]) -> str:
-    """markdown with the lines of each stretch between its code blocks as edit gives them back, runs of blank lines
-    made one; code blocks, whose own blank lines are code, as they are."""
-    parts = _FENCED.split(markdown)
-    for index in range(0, len(parts), 2):
-        parts[index] = _BLANK_LINES.sub("\n\n", "\n".join(edit(parts[index].split("\n"))))
-    return "".join(parts)
-
-
-def without_repeated_runs(markdown: str) -> str:
-    """markdown without a run of lines of REPEATED_RUN_WORDS words or more given word for word before: a page that
-    renders a block once per screen size (phone, tablet, desktop) shows one of them, and the Markdown, made without
-    the page's CSS, gave it two or three times. Runs are found as windows of RUN_LINES lines (of RUN_WORDS words or
-    more) seen before, one after another, between two code blocks: docs that give the same steps with each language's
-    code (twilio's quickstart tabs) keep them with each. A shorter repeat is kept (a pricing plan's features, listed
-    again in the next plan), and so are code blocks and table rows."""
-
-    def edit(lines: list[str]) -> list[str]:
-        words = [() if _table_row(line) else _line_words(line) for line in lines]
-        text_lines = [at for at, line_words in enumerate(words) if line_words]
-        repeated = [False] * len(text_lines)
-        seen: set[tuple[tuple[str, ...], ...]] = set()
-        for start in range(len(text_lines) - RUN_LINES + 1):
-            window = tuple(words[at] for at in text_lines[start : start + RUN_LINES])
-            if sum(map(len, window)) < RUN_WORDS:
-                continue
-            if window in seen:
-                repeated[start : start + RUN_LINES] = [True] * RUN_LINES
-            seen.add(window)
-        dropped: set[int] = set()
-        run: list[int] = []
-        for position, in_run in enumerate([*repeated, False]):
-            if in_run:
-                run.append(text_lines[position])
-                continue
-            if sum(len(words[at]) for at in run) >= REPEATED_RUN_WORDS:
-                dropped.update(run)
-            run = []
-        return [line for at, line in enumerate(lines) if at not in dropped]
-
-    return _between_code(markdown, edit)
-
-
-def without_doubled_lines(markdown: str) -> str:
-    """markdown without a block of lines (up to DOUBLED_LINES text lines) given again right after itself, word for word:
-    a card's title written as a link and again as a heading (and a third time for another screen size), a tagline
-    given twice, a product's title, badges and promise given once per screen size one after the other. Blank lines and
-    lines without words do not part the two; a table row is never left out, and code blocks are kept as they are."""
-
-    def edit(lines: list[str]) -> list[str]:
-        words = [_line_words(line) for line in lines]
-        text_lines = [at for at, line_words in enumerate(words) if line_words]
-        dropped: set[int] = set()
-        start = 0
-        while start < len(text_lines):
-            for size in range(min(DOUBLED_LINES, (len(text_lines) - start) // 2), 0, -1):
-                if words[text_lines[start]] != words[text_lines[start + size]]:
-                    continue  # most sizes part at the first line
-                block, again = text_lines[start : start + size], text_lines[start + size : start + 2 * size]
-                if [words[at] for at in block] == [words[at] for at in again] and not any(
-                    _table_row(lines[at]) for at in again
-                ):
-                    dropped.update(again)
-                    del text_lines[start + size : start + 2 * size]  # and the block is tried again: a third copy
-                    break
-            else:
-                start += 1
-        return [line for at, line in enumerate(lines) if at not in dropped]
-
-    return _between_code(markdown, edit)
-
-
-def without_controls(markdown: str) -> str:
-    """markdown without the lines that are a page's controls alone (_CONTROL: "Add to cart", "Read more", "Loading...",
-    "Sort: Best Match", "Skip to content"...), as a link, a heading or a list item too. Code blocks are kept whole."""
-    kept = _between_code(markdown, lambda lines: [line for line in lines if not _CONTROL.match(line)]).strip("\n")
-    return f"{kept}\n" if kept else ""
-
-
-def without_related(markdown: str) -> str:
-    """markdown without the sections headed as other pages' (_ABOUT_OTHER_PAGES: "Related articles", "You may also
-    like", "More like this", "Recently viewed"...): such a heading (h2 to h6; an h1 is the page's own title) and what
-    follows it up to the next heading of its level or above. Code blocks are kept whole."""
-
-    def edit(lines: list[str]) -> list[str]:
-        kept: list[str] = []
-        left_out = 0  # the level of the heading whose section is being left out; 0: none is
-        for line in lines:
-            heading = _HEADING.match(line)
-            if heading and len(heading[1]) <= left_out:
-                left_out = 0
-            if heading and not left_out and _ABOUT_OTHER_PAGES.match(_LINK_TARGET.sub(r"\1", line[heading.end() :])):
-                left_out = len(heading[1])
-            if not left_out or not line.strip():  # blank lines kept: runs of them are made one
-                kept.append(line)
-        return kept
-
-    return _between_code(markdown, edit)
-
-
-def without_repeats(markdown: str) -> str:
-    """markdown with each line of _ONCE_WORDS words or more given once, by its words (a quote's ">" marks, a list's
-    "-", emphasis and link targets aside): a reply that quotes an earlier post, a thread rendered twice (threaded and
-    flat) repeat posts word for word. Code blocks are kept whole, and so are table rows (a table's header and its
-    rows are not quotes)."""
-    seen: set[tuple[str, ...]] = set()  # across the whole thread, code blocks or not between
-
-    def edit(lines: list[str]) -> list[str]:
-        kept: list[str] = []
-        dropped_after: set[int] = set()  # i: a line was left out between kept[i] and kept[i + 1]
-        for line in lines:
-            words = _line_words(line)
-            if len(words) >= _ONCE_WORDS and not _table_row(line):
-                if words in seen:
-                    dropped_after.add(len(kept) - 1)
-                    continue
-                seen.add(words)
-            kept.append(line)
-        # A quote's blank line next to a paragraph left out would be an empty quote, or start one.
-        return [
-            line
-            for at, line in enumerate(kept)
-            if not (_QUOTE_BREAK.match(line) and (at - 1 in dropped_after or at in dropped_after))
-        ]
-
-    return _between_code(markdown, edit)
-
-
 def main_content(page_html: str, url: str | None = None) -> Converted:
     """The main content as Markdown and the page's type; the whole page when nothing is found."""
     tree = parse(page_html)
     if tree is None:
         return Converted("", "article")
     kind, probability = likeliest(tree=tree, url=url)
-    _link_targets(tree, base_url(tree, url) if url else None)
+    resolve_links(tree, base_url(tree, url) if url else None)
     _drop_named(tree, _NOT_SHOWN)
     _without_small_screen_copies(tree)
-    _separate_inline_boxes(tree)  # before trafilatura, which strips the elements and runs their words together
+    separate_inline_boxes(tree)  # before trafilatura, which strips the elements and runs their words together
     strategy = STRATEGIES[kind]
     if kind == "article" and probability < UNSURE_ARTICLE:
         strategy = UNSURE_ARTICLE_STRATEGY
@@ -902,7 +435,7 @@ def _described(tree) -> str:
         if key in _DESCRIPTIONS and content:
             descriptions.setdefault(key, content)
     description = next((descriptions[key] for key in _DESCRIPTIONS if key in descriptions), "")
-    lines = [f"# {_MARKDOWN.escape(title, set())}" if title else "", _MARKDOWN.escape(description, set())]
+    lines = [f"# {escaped(title)}" if title else "", escaped(description)]
     described = "\n\n".join(line for line in lines if line)
     return f"{described}\n" if described else ""
 
@@ -932,26 +465,26 @@ def _description_markdown(text: str) -> str:
     """A structured description as Markdown: many sites write HTML in it (paragraphs, lists, entities)."""
     if "<" in text:
         try:
-            return _convert(lxml_html.fragment_fromstring(text, create_parent="div")).strip()
+            return element_markdown(lxml_html.fragment_fromstring(text, create_parent="div")).strip()
         except (etree.ParserError, ValueError):  # not HTML after all
             pass
-    return _MARKDOWN.escape(" ".join(html.unescape(text).split()), set())
+    return escaped(" ".join(html.unescape(text).split()))
 
 
 def _with_product(markdown: str, name: str, description: str) -> str:
     """A product's Markdown with the name and description its structured data gives, each when the Markdown does not
     hold most of its words already: a description in a tab or written by a script, a title outside the part taken.
     The description last, the name as the title."""
-    given = {word.lower() for word in _WORD.findall(_LINK_TARGET.sub(r"\1", markdown))}
+    given = set(markdown_words(markdown))
 
     def missing(text: str) -> bool:
-        words = [word.lower() for word in _WORD.findall(_LINK_TARGET.sub(r"\1", text))]
+        words = markdown_words(text)
         return bool(words) and sum(word in given for word in words) < MOSTLY_GIVEN * len(words)
 
     if description and missing(description := _description_markdown(description)):
         markdown = f"{markdown.rstrip()}\n\n{description}\n"
     if name and missing(name := " ".join(html.unescape(name).split())):
-        markdown = f"# {_MARKDOWN.escape(name, set())}\n\n{markdown.lstrip()}"
+        markdown = f"# {escaped(name)}\n\n{markdown.lstrip()}"
     return markdown
 
 
@@ -1030,9 +563,9 @@ def _chosen(tree, url: str | None, strategy: Strategy) -> str:
     if extracted and strategy.whole:
         widened = _widened(tree, extracted_tree, extracted)
         if widened is not None:
-            return _convert(widened)
+            return element_markdown(widened)
     if extracted and not strategy.shortest:
-        return _convert(extracted_tree)
+        return element_markdown(extracted_tree)
     if region is None:
         region = main_region(tree)
     in_region = _words(region.text_content())
@@ -1045,10 +578,10 @@ def _chosen(tree, url: str | None, strategy: Strategy) -> str:
         and in_region >= FLAT_REGION * extracted
     )
     if extracted and extracted >= strategy.shortest * in_region and not baseline_only and not paragraphs_only:
-        return _convert(extracted_tree)
+        return element_markdown(extracted_tree)
     if strategy.thread:
         _drop_named_below(region, _AUTHOR_PANEL)
-    return _convert(region)
+    return element_markdown(region)
 
 
 def _region_document(tree, region):

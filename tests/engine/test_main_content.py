@@ -20,10 +20,8 @@ import pytest
 from lxml import html as lxml_html
 from markdown_it import MarkdownIt
 
-from runs.engine.markdown import (
-    convert,
-    main_content,
-    main_region,
+from runs.engine.markdown import convert, main_content, main_region
+from runs.engine.markdown_cleanup import (
     without_controls,
     without_doubled_lines,
     without_related,
