@@ -136,9 +136,15 @@ class _Converter(MarkdownConverter):
         as text), and a script's is no place to go."""
         if "a" in parent_tags or (el.get("href") or "").lstrip()[:11].lower() == "javascript:":
             return text
-        prefix, suffix, inner = chomp(text)
+        inner = chomp(text)[2]
         if ("\n" in inner and _BLOCK_MARKS.search(inner)) or (inner[:1] == "#" and el.find(_HEADING_TAGS)):
             return self._round_blocks(el, inner, parent_tags)
+        return self._line_link(el, text, parent_tags)
+
+    def _line_link(self, el, text, parent_tags) -> str:
+        """A link on one line's text (convert_a's, or the first block's of a link round blocks), its brackets outside
+        it."""
+        prefix, suffix, inner = chomp(text)
         if len(inner) > 2 and inner[0] == "[" and inner[-1] == "]" and not _BRACKETS.search(inner[1:-1]):
             return f"{prefix}\\[{super().convert_a(el, inner[1:-1], parent_tags)}\\]{suffix}"
         return super().convert_a(el, text, parent_tags)
@@ -154,12 +160,14 @@ class _Converter(MarkdownConverter):
     def _round_blocks(self, el, text, parent_tags) -> str:
         """A link round blocks (a card's title, its price and its list of features under one link): the blocks, the
         link on the first one's text. A link's text is one line's in Markdown: "[## Cup\\n\\n- Semi-open](...)" was
-        read by CommonMark as text, brackets and target and all."""
+        read by CommonMark as text, brackets and target and all. That line's text is linked as it is: a heading's that
+        starts with "#" ("#TBT: Vintage photos", a hashtag) was taken for the blocks again, and again, until Python's
+        recursion limit failed the page's conversion (two Zyte articles in whole-page mode)."""
         lines = text.split("\n")
         for at, line in enumerate(lines):
             marks, words, blanks = _BLOCK_LINE.match(line).groups()
             if _WORD.search(words) and not words.startswith(("```", "|")):
-                lines[at] = f"{marks}{self.convert_a(el, words, parent_tags)}{blanks}"
+                lines[at] = f"{marks}{self._line_link(el, words, parent_tags)}{blanks}"
                 break
         return "\n\n" + "\n".join(lines) + "\n\n"
 

@@ -861,6 +861,20 @@ def test_a_heading_with_no_text_writes_no_heading_line():
     assert convert(page, main_content_only=False).markdown == "Why us?\n\nWork\n\n## Real\n"
 
 
+@pytest.mark.parametrize("main_content_only", [False, True])
+def test_a_link_round_a_heading_that_starts_with_a_hash_is_that_heading_linked(main_content_only):
+    """A news site's teaser: a link round a photo and a heading that opens with a hashtag (ctpost.com's "#TBT: Vintage
+    photos..."). Its conversion once never ended (the heading's "#" was taken for blocks again and again)."""
+    page = (
+        "<html><body><main><h1>Living</h1><p>Stories from the week, told at some length so that this reads as one.</p>"
+        "<a href='/living/tbt'><img alt='#TBT: Vintage photos'> <h4>#TBT: Vintage photos of dogs</h4></a>"
+        "<a href='/living/next'><h4>Next week's photos</h4><p>More to come.</p></a></main></body></html>"
+    )
+    markdown = convert(page, main_content_only=main_content_only, url="https://news.example/living/").markdown
+    assert "\n#### [#TBT: Vintage photos of dogs](https://news.example/living/tbt)\n" in markdown
+    assert "\n#### [Next week's photos](https://news.example/living/next)\n\nMore to come.\n" in markdown
+
+
 def test_two_emphases_of_one_kind_written_next_to_each_other_are_one_that_a_commonmark_reader_reads():
     page = (
         "<html><body><p><b>/etc/inittab</b><b>:</b> a table, <em>see</em><i>,</i> <b>a<i>b</i></b><strong>!</strong>"
