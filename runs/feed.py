@@ -133,6 +133,14 @@ class EventFeed:
         read = database_sync_to_async(stream.read_events)
         guard = stream.GapGuard() if await database_sync_to_async(stream.needs_gap_guard)() else None
         cursor = await latest_id()
+        # The connection that started the feed read the outbox up to its cursor before this: an event committed in
+        # between (a run that ended right after its live view connected) is behind the feed and past that read, and
+        # reached the client only with the next event written anywhere, if one came (CI, stop 62: a live view left
+        # at "running" for good). An empty batch that starts here has every connection behind it read the outbox
+        # itself, at its own pace, as one just connected does (the feed reading from their cursors instead would
+        # flood a resumed connection from far back past EVENTS_MAX_BACKLOG).
+        for consumer in list(self.consumers):
+            consumer.offer((cursor, [], cursor))
         while self.consumers:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._poke.wait(), TICK_SECONDS)

@@ -1,6 +1,8 @@
 """The process's event feed closes the connections whose key was revoked, and only those: a connection that opens
 while the feed looks the keys up is not judged against a lookup that never held its key (the CI of stop 37 saw a
-resumed connection closed 4401 "revoked" on a valid key, right after the connections before it had closed)."""
+resumed connection closed 4401 "revoked" on a valid key, right after the connections before it had closed). And an
+event written between a connection's own read of the outbox and the feed's first read reaches it (the CI of stop 62
+saw a live view left at "running": its run ended 11 ms after the view connected, the feed's only connection)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from runs import feed
+from runs import feed, services, stream
 from service.kernel.auth import hash_key
 from service.kernel.keys import ApiKey
 
@@ -54,6 +56,37 @@ class ConnectionWhoseCheckLetsAnotherIn(Connection):
     @identity.setter
     def identity(self, value) -> None:
         pass
+
+
+class Reader(Connection):
+    """A connection that reads the outbox as runs.consumers.EventsConsumer does: its cursor is where its own read of
+    the outbox stopped; a batch the feed offers that starts at its cursor is taken as it is, and one that starts
+    elsewhere has it read the outbox itself from its cursor."""
+
+    def __init__(self, identity: tuple[str, str], process_feed: feed.EventFeed, cursor: int) -> None:
+        super().__init__(identity, process_feed)
+        self.cursor = cursor
+        self.batches: list = []
+        self.offered = asyncio.Event()
+
+    def offer(self, batch) -> None:
+        self.batches.append(batch)
+        self.offered.set()
+
+    def frames(self) -> list[dict]:
+        """The frames it would send for the batches it was offered (read in the test's thread, after the feed)."""
+        sent = []
+        for before, frames, after in self.batches:
+            if after <= self.cursor:
+                continue
+            if before == self.cursor:
+                sent += [frame for frame, _ in frames]
+                self.cursor = after
+                continue
+            while (read := stream.read_events(cursor=self.cursor, run_id=None, guard=None))[1] != self.cursor:
+                sent += read[0]
+                self.cursor = read[1]
+        return sent
 
 
 def identity_of(name: str) -> tuple[tuple[str, str], ApiKey]:
@@ -111,3 +144,19 @@ def test_a_connection_on_a_revoked_key_is_closed_and_one_on_a_valid_key_is_not(m
 
     kept, revoked = run_in_a_thread_of_its_own(scenario)
     assert (kept.revoked_calls, revoked.revoked_calls) == (0, 1)
+
+
+def test_an_event_written_after_a_connection_read_the_outbox_and_before_the_feed_started_reaches_it():
+    identity, _ = identity_of("reader")
+    read_up_to = stream.latest_event_id()  # the connection's own read of the outbox, as it connected
+    run = services.run_submit(spec={"kind": "fetch", "url": "https://shop.test/", "options": {}}, enqueue=False)
+
+    async def scenario() -> Reader:
+        process_feed = feed.EventFeed()
+        reader = Reader(identity, process_feed, read_up_to)
+        process_feed.add(reader)  # the feed starts now, after the event
+        await run_feed_until(process_feed, reader.offered, seconds=5)
+        return reader
+
+    reader = run_in_a_thread_of_its_own(scenario)
+    assert [(frame["type"], frame["runId"]) for frame in reader.frames()] == [("run-queued", str(run.pk))]
