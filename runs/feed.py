@@ -8,7 +8,7 @@ import contextlib
 import json
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from channels.db import database_sync_to_async
 from channels.layers import InMemoryChannelLayer, get_channel_layer
@@ -17,9 +17,6 @@ from runs import stream
 from runs.wakeup import GROUP
 from service.kernel import metrics
 from service.kernel.auth import key_still_valid
-
-if TYPE_CHECKING:
-    from runs.consumers import EventsConsumer
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +28,19 @@ KEY_RECHECK_SECONDS = 5.0
 
 # A batch of frames read once for every consumer of this process: (cursor before, [(frame, text)], cursor after).
 EventBatch = tuple[int, list[tuple[dict, str]], int]
+
+
+class Connection(Protocol):
+    """What the feed needs of a connection (runs.consumers.EventsConsumer): the identity of its key, the id of the
+    last event it has read, a batch offered (one that does not start at that id has it read the outbox itself), and
+    word that its key was revoked."""
+
+    identity: tuple[str, str] | None
+    cursor: int
+
+    def offer(self, batch: EventBatch) -> None: ...
+
+    def revoked(self) -> None: ...
 
 
 @database_sync_to_async
@@ -48,17 +58,17 @@ class EventFeed:
     """
 
     def __init__(self) -> None:
-        self.consumers: set[EventsConsumer] = set()
+        self.consumers: set[Connection] = set()
         self._task: asyncio.Task | None = None
         self._poke = asyncio.Event()
 
-    def add(self, consumer: EventsConsumer) -> None:
+    def add(self, consumer: Connection) -> None:
         self.consumers.add(consumer)
         if self._task is None or self._task.done():
             self._poke = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run())
 
-    def remove(self, consumer: EventsConsumer) -> None:
+    def remove(self, consumer: Connection) -> None:
         self.consumers.discard(consumer)
 
     def poke(self) -> None:
