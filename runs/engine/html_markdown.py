@@ -143,10 +143,11 @@ class _Converter(MarkdownConverter):
 
     def _line_link(self, el, text, parent_tags) -> str:
         """A link on one line's text (convert_a's, or the first block's of a link round blocks), its brackets outside
-        it."""
-        prefix, suffix, inner = chomp(text)
-        if len(inner) > 2 and inner[0] == "[" and inner[-1] == "]" and not _BRACKETS.search(inner[1:-1]):
-            return f"{prefix}\\[{super().convert_a(el, inner[1:-1], parent_tags)}\\]{suffix}"
+        it. Only a text that holds a "[" is chomped here: convert_a has chomped every link's text once already."""
+        if "[" in text:
+            prefix, suffix, inner = chomp(text)
+            if len(inner) > 2 and inner[0] == "[" and inner[-1] == "]" and not _BRACKETS.search(inner[1:-1]):
+                return f"{prefix}\\[{super().convert_a(el, inner[1:-1], parent_tags)}\\]{suffix}"
         return super().convert_a(el, text, parent_tags)
 
     def convert_dd(self, el, text, parent_tags):
