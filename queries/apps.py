@@ -5,9 +5,9 @@ class QueriesConfig(AppConfig):
     name = "queries"
 
     def ready(self) -> None:
-        from queries import scheduling
+        from queries import schedule_rows
         from queries.services import keep_compiled
         from runs.signals import answer_compiled
 
         answer_compiled.connect(keep_compiled, dispatch_uid="queries.keep_compiled")
-        scheduling.connect()
+        schedule_rows.connect()

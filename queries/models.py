@@ -21,7 +21,7 @@ class SavedQuery(models.Model):
     # Offered to MCP clients as a tool of its own (named after the query, typed by its schema).
     mcp_tool = models.BooleanField(default=False)
     # When replays run by themselves (queries/schedule.py): {"cron", "timezone"} or {"everySeconds"}; null: never.
-    # A django-q2 Schedule row (queries/scheduling.py) holds the next due time.
+    # A django-q2 Schedule row (queries/schedule_rows.py) holds the next due time.
     schedule = models.JSONField(null=True, blank=True)
     # The last due time a replay was started (or skipped) for: each due time is taken once.
     schedule_tick = models.DateTimeField(null=True, blank=True)

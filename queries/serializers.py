@@ -6,7 +6,7 @@ from rest_framework import serializers
 
 from queries.models import SavedQuery
 from queries.schedule import BadSchedule, check_rule
-from queries.scheduling import next_run_at
+from queries.schedule_rows import next_run_at
 from runs.engine.extract_rules import rule_problems
 from runs.serializers import (
     CompiledRulesSerializer,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from queries import scheduling
+from queries import schedule_rows
 from queries.models import SavedQuery
 from queries.serializers import (
     QueryCompileSerializer,
@@ -55,7 +55,7 @@ def query_create(
                 mcp_tool=mcp_tool,
                 schedule=schedule,
             )
-            scheduling.keep_in_step(query)
+            schedule_rows.keep_in_step(query)
             return query
     except IntegrityError:
         raise _name_taken(name) from None
@@ -116,7 +116,7 @@ def query_update(*, query: SavedQuery, changes: dict) -> SavedQuery:
             update_fields=["url", "schema", "instruction", "compile", "compiled", "mcp_tool", "schedule", "updated_at"]
         )
         if "schedule" in changes:
-            scheduling.keep_in_step(query)
+            schedule_rows.keep_in_step(query)
     return query
 
 
@@ -130,7 +130,7 @@ def query_schedule(*, query: SavedQuery, schedule: object) -> SavedQuery:
 def query_delete(*, query: SavedQuery) -> None:
     """The query goes, and its schedule; its runs stay, and keep its name."""
     with transaction.atomic():
-        scheduling.forget(query.pk)
+        schedule_rows.forget(query.pk)
         query.delete()
 
 

@@ -13,7 +13,8 @@ from django.core.management.base import CommandError
 from django_q.models import Schedule
 
 from queries.models import SavedQuery
-from queries.scheduling import TICK_JOB, replay_on_schedule
+from queries.schedule_rows import TICK_JOB
+from queries.scheduling import replay_on_schedule
 
 pytestmark = pytest.mark.django_db
 
