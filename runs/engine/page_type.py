@@ -57,7 +57,6 @@ _CLASS_WORDS = {
     "cls_filter": re.compile(r"\b(?:filters?|facets?|sort|refine|pagination)\b", re.I),
 }
 _COUNTED_TAGS = ("article", "time", "pre", "code", "h1", "h2", "h3", "p", "li", "table", "form", "input", "img", "a")
-_TAG_COUNTS = {tag: etree.XPath(f"count(descendant-or-self::{tag})") for tag in _COUNTED_TAGS}
 _OG_TYPES = etree.XPath("descendant-or-self::meta[@property = 'og:type']")
 _ITEMTYPES = etree.XPath("descendant-or-self::*/@itemtype", smart_strings=False)
 _NAMED = etree.XPath("descendant-or-self::*[@class or @id]")
@@ -69,17 +68,11 @@ _SKIPPED_TEXT = etree.XPath(
 )
 _LINK_TEXT = etree.XPath("descendant-or-self::a/node()[1][self::text()]", smart_strings=False)
 _PARAGRAPHS = etree.XPath("descendant-or-self::p")
-# Teasers of a listing are headings that are links; an article's headings are not.
-_HEADINGS = etree.XPath("count(descendant-or-self::*[self::h2 or self::h3 or self::h4])")
-_LINKED_HEADINGS = etree.XPath(
-    "count(descendant-or-self::*[self::h2 or self::h3 or self::h4][descendant::a or ancestor::a])"
-)
 _PUBLISHED = etree.XPath(
     "boolean(descendant-or-self::meta[@property = 'article:published_time' or @property = 'og:article:published_time'"
     " or @name = 'date'] | descendant-or-self::*[@itemprop = 'datePublished'])"
 )
 _BUTTONS = etree.XPath("count(descendant-or-self::button | descendant-or-self::*[@role = 'button'])")
-_CLASSED = etree.XPath("descendant-or-self::*[@class]")
 
 
 _WORD_RUN = re.compile(r"\w+")
@@ -112,13 +105,29 @@ def _jsonld_types(source: str) -> set[str]:
     return types
 
 
-def _most_repeated(tree) -> int:
-    """The largest number of siblings that share their tag and class: the cards of a listing or a collection, the
-    posts of a thread."""
+def _names(tree) -> tuple[Counter[str], int]:
+    """How many elements each "class id" names, and the largest number of siblings that share their tag and class
+    (the cards of a listing or a collection, the posts of a thread): one pass over the named elements."""
+    named: Counter[str] = Counter()
     siblings: Counter = Counter()
-    for element in _CLASSED(tree):
-        siblings[(element.getparent(), element.tag, element.get("class"))] += 1
-    return max(siblings.values(), default=0)
+    for element in _NAMED(tree):
+        named[class_and_id(element)] += 1
+        names = element.get("class")
+        if names is not None:
+            siblings[(element.getparent(), element.tag, names)] += 1
+    return named, max(siblings.values(), default=0)
+
+
+def _headings(tree) -> tuple[int, int]:
+    """How many section headings (h2 to h4) the page has, and how many of them are links or hold one: a listing's
+    teasers are, an article's headings are not."""
+    headings = list(tree.iter("h2", "h3", "h4"))
+    linked = sum(
+        1
+        for heading in headings
+        if next(heading.iter("a"), None) is not None or any(above.tag == "a" for above in heading.iterancestors())
+    )
+    return len(headings), linked
 
 
 def features(page_html: str | None = None, url: str | None = None, *, tree=None) -> dict[str, float]:
@@ -134,7 +143,7 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
     for meta in _OG_TYPES(tree):
         found[f"og_{(meta.get('content') or '').split('.')[0].strip().lower()}"] = 1.0
     itemtypes = Counter(_ITEMTYPES(tree))
-    named = Counter(class_and_id(element) for element in _NAMED(tree))
+    named, most_repeated = _names(tree)
     schema_types: set[str] = set()
     jsonld = JSON_LD_SCRIPTS(tree)
     for script in jsonld:
@@ -161,8 +170,9 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
         found[name] = 1.0 if pattern.search(path) else 0.0
     found["url_root"] = 1.0 if path.strip("/") == "" else 0.0
     found["url_depth"] = min(len([part for part in path.split("/") if part]), 6) / 6
-    for tag, count in _TAG_COUNTS.items():
-        found[f"n_{tag}"] = math.log1p(count(tree))
+    tags = Counter(element.tag for element in tree.iter(*_COUNTED_TAGS))
+    for tag in _COUNTED_TAGS:
+        found[f"n_{tag}"] = math.log1p(tags[tag])
     for name in _CLASS_WORDS:
         found[name] = math.log1p(classes[name])
     prices = len(_PRICE.findall(body_text))
@@ -173,15 +183,14 @@ def features(page_html: str | None = None, url: str | None = None, *, tree=None)
     found["text"] = math.log1p(len(body_text)) / 12
     found["link_density"] = link_chars / text_chars if text_chars else 0.0
     found["paragraph_share"] = min(1.0, paragraph_chars / text_chars) if text_chars else 0.0
-    headings = _HEADINGS(tree)
-    linked = _LINKED_HEADINGS(tree)
+    headings, linked = _headings(tree)
     found["n_linked_heading"] = math.log1p(linked)
     found["linked_heading_share"] = linked / headings if headings else 0.0
     found["published"] = (
         1.0 if _PUBLISHED(tree) or '"datePublished"' in " ".join(script.text or "" for script in jsonld) else 0.0
     )
     found["n_button"] = math.log1p(_BUTTONS(tree))
-    found["repeated"] = math.log1p(_most_repeated(tree))
+    found["repeated"] = math.log1p(most_repeated)
     found["paragraph_length"] = math.log1p(paragraph_chars / len(paragraphs)) / 8 if paragraphs else 0.0
     found["bias"] = 1.0
     return found
