@@ -55,7 +55,10 @@ SYSTEM_PROMPT = (
     "for you. Call done with the output when the goal is reached, or fail with a reason when it cannot be."
 )
 
-_OBSERVE_JS = """([limit, secretMarker]) => {
+_OBSERVE_JS = """([limit, secretMarker, filled]) => {
+  // The fields that received a secret are marked again here, in the script that reads the marks: a page's own
+  // script cannot run in between and take them off (a timer did, between two round trips).
+  for (const el of filled) el.setAttribute(secretMarker, '');
   const selector = 'a[href], button, input, select, textarea, [role=button], [role=link], [onclick], '
     + '[contenteditable=true]';
   const visible = el => { const r = el.getBoundingClientRect(); const s = getComputedStyle(el);
@@ -165,16 +168,21 @@ class _ActionError(Exception):
     """An action that could not be carried out; the model is told and may try something else."""
 
 
+# A filled field's handle given to a document that replaced its own: the field went with the document it was in.
+_FIELD_OF_ANOTHER_DOCUMENT = "can be evaluated only in the context they were created"
+
+
 def _observe(page: Page, secrets: Secrets) -> str:
-    secrets.mark()
     for attempt in range(3):
+        secrets.mark()  # which forgets the fields of documents that are gone
         try:
-            seen = page.evaluate(_OBSERVE_JS, [ELEMENT_LIMIT, secrets.marker])
+            seen = page.evaluate(_OBSERVE_JS, [ELEMENT_LIMIT, secrets.marker, secrets.filled])
             break
         except PlaywrightError as error:
             # A navigation still under way (a failed one turns into Chromium's error page a moment later)
             # replaces the document under the script: read the page again once it has loaded.
-            if not replaced_document(error) or attempt == 2:
+            replaced = replaced_document(error) or _FIELD_OF_ANOTHER_DOCUMENT in str(error)
+            if not replaced or attempt == 2:
                 raise
             with contextlib.suppress(PlaywrightTimeout):
                 page.wait_for_load_state("domcontentloaded", timeout=ACTION_WAIT_MS)

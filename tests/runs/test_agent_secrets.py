@@ -211,6 +211,11 @@ def test_no_screenshot_shows_a_field_whose_marks_the_page_keeps_taking_off(api, 
     assert run["status"] == "succeeded", run["error"]
     after = run["steps"][1:6]
     assert "[2] <input type=text> Password" in after[-1]["observation"]  # the page shows it in clear
+    # The marks are set again by the script that reads them: the page never gets to take them off in between, so
+    # the model is told the field is filled, not shown a value (scrubbed, but a value all the same).
+    assert all("[2] <input type=text> Password (filled)\n" in step["observation"] for step in after), [
+        step["observation"] for step in after
+    ]
     for step in after:
         if step["screenshot"] is None:  # no picture rather than one that may show it
             continue
