@@ -109,15 +109,15 @@ _AUTHOR_PANEL = re.compile(
 )
 
 
+@functools.cache  # one cached search per pattern
 def _named_as(names: re.Pattern):
     """Whether names matches an element's "class id" (or "class id role"), cached: a page names many elements alike
     (each card, each post, each cell) and the patterns are long alternations (searching them was ~7% of a
     conversion's time)."""
-    return functools.lru_cache(maxsize=16384)(lambda given: bool(names.search(given)))
+    return functools.lru_cache(maxsize=4096)(lambda given: bool(names.search(given)))
 
 
-_PANEL_NAMED, _BOILERPLATE_NAMED = _named_as(_PANEL), _named_as(_BOILERPLATE)
-_NAMED_AS = {names: _named_as(names) for names in (_NOT_SHOWN, _AROUND_PRODUCT, _AUTHOR_PANEL)}
+_PANEL_NAMED, _BOILERPLATE_NAMED = _named_as(_PANEL), _named_as(_BOILERPLATE)  # looked up per element: named once
 
 # A block shown on small screens only, and one shown from a wider screen on (the page gives the same block once for
 # each, and its style sheet shows one): by the responsive classes of Tailwind ("md:hidden"; "hidden md:block"),
@@ -512,7 +512,7 @@ def _drop_named(tree, names: re.Pattern) -> None:
 def _drop_named_below(top, names: re.Pattern) -> None:
     """Takes out of top the elements below it whose class or id names match, as _drop_where does (looking only at
     the elements that have a class or an id: a tenth of them on most pages)."""
-    named = _NAMED_AS[names]
+    named = _named_as(names)
     _drop_where(top, lambda element: named(class_and_id(element)), among=_NAMED_BELOW)
 
 

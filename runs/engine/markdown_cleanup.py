@@ -5,7 +5,6 @@ quoted post, a block rendered once per screen size, a card's title given again),
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 
@@ -71,7 +70,6 @@ RUN_WORDS = 12
 DOUBLED_LINES = 12
 
 
-@functools.lru_cache(maxsize=4096)  # the cleanups read the same lines one after another
 def markdown_words(line: str) -> tuple[str, ...]:
     """The words of a Markdown line (or text) in lower case (a quote's ">" marks, a list's "-", emphasis and link
     targets aside)."""
