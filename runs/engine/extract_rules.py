@@ -247,7 +247,7 @@ class RulePage:
         if source in ("jsonld", "microdata"):
             return self._schema_org()[source]
         if source not in self._signals:
-            found = meta_product(self.tree) if source == "meta" else heuristic_product(self.tree)
+            found = meta_product(self.tree) if source == "meta" else heuristic_product(self.tree, self.url)
             # The offer stands as an item of its own too, for rules whose x-type is Offer.
             self._signals[source] = [found, found["offers"]] if "offers" in found else [found] if found else []
         return self._signals[source]

@@ -11,7 +11,13 @@ import pytest
 from lxml import html
 
 from runs.engine.extract_rules import extract_by_rules
-from runs.engine.product_signals import availability_from_text, heuristic_product, labelled_values, meta_product
+from runs.engine.product_signals import (
+    address_id,
+    availability_from_text,
+    heuristic_product,
+    labelled_values,
+    meta_product,
+)
 from tests.datasets import DATASETS
 
 PAGES = DATASETS / "product-extraction" / "dataset" / "html"
@@ -27,6 +33,10 @@ META_ONLY = "b331d47650"
 SHOWN_ONLY = "4e545337e1"
 # An out-of-stock page with no structured data ("Derzeit nicht verfügbar." by the buy box).
 SHOWN_OUT_OF_STOCK = "2c036dd02f"
+# Shops whose item id is in the page's address and shown on the page, under no label the heuristic knows: eBay's
+# "/itm/133588510845" ("eBay item number"); and Amazon's ASIN, where a label gives the maker's model number instead.
+ID_IN_ADDRESS = ("2d3e52568d", "https://www.ebay.it/itm/133588510845", "133588510845")
+ID_IN_ADDRESS_OVER_LABEL = ("2eca89a9c9", "https://www.amazon.fr/dp/B08LNDXM65", "B08LNDXM65")
 
 
 def page_id(prefix: str) -> str:
@@ -73,6 +83,32 @@ def test_heuristic_reads_price_availability_and_sku_from_what_the_page_shows():
         "availability": "InStock",
         "sku": "64981901",
     }
+
+
+@pytest.mark.parametrize("page", [ID_IN_ADDRESS, ID_IN_ADDRESS_OVER_LABEL], ids=["ebay", "amazon"])
+def test_heuristic_takes_the_sku_from_the_pages_address_where_the_page_shows_it(page):
+    prefix, url, sku = page
+    shop_page = real_page(page_id(prefix))
+    assert extract_by_rules(shop_page, product_schema("heuristic"), url=url)["sku"] == sku
+    assert extract_by_rules(shop_page, product_schema("structured"), url=url)["sku"] == sku
+    assert extract_by_rules(shop_page, product_schema("heuristic"))["sku"] != sku  # not known without the address
+
+
+@pytest.mark.parametrize(
+    ("url", "text", "found"),
+    [
+        ("https://shop.test/p/blue-kettle-KT40711.html", "Blue kettle Item KT40711 in stock", "KT40711"),
+        ("https://shop.test/store/122725?pid=260591", "Deal 260591 of store 122725", "260591"),  # the query's last
+        ("https://shop.test/store/122725?pid=260591", "Deal of store 122725", "122725"),  # the last one shown
+        ("https://shop.test/p/KT40711", "Blue kettle, in stock", None),  # the page does not show it
+        ("https://shop.test/p/KT40711", "Blue kettle KT40711-B", None),  # only as part of another word
+        ("https://shop.test/2024/11/kettle", "Since 2024: kettle 11", None),  # too short to be an id
+        ("https://shop.test/p/kettle-pro?ref=newsletter", "Kettle pro newsletter", None),  # no digits
+        (None, "Item KT40711", None),
+    ],
+)
+def test_address_id(url, text, found):
+    assert address_id(url, text) == found
 
 
 def test_heuristic_reads_out_of_stock_from_the_buy_box_of_a_german_page():
