@@ -5,8 +5,9 @@ Two readers, each one pass over an lxml tree already parsed (the caller's; never
   meta_product: what the page declares in attributes — OpenGraph / Facebook product tags
                 (`<meta property="product:price:amount">`, `og:price:amount`, `product:availability`, ...),
                 `itemprop` attributes outside a microdata item, and RDFa `property` attributes of schema.org.
-  heuristic_product: what the page shows — the price nearest the main heading and the add-to-cart button (read with
-                price-parser), availability phrases in several languages near them, values after labels such as
+  heuristic_product: what the page shows — the price nearest the main heading, else the add-to-cart button (read
+                with price-parser), availability phrases in several languages near them (an add-to-cart button
+                that can be pressed, in some twenty languages, and no phrase: in stock), values after labels such as
                 "SKU", "Item #", "Art.-Nr.", "EAN" or "MPN", and the product's id in the page's address when the page
                 shows it too (address_id).
 Both return a Product item (with an Offer under `offers`) holding only what was found.
@@ -176,7 +177,21 @@ _ADD_TO_CART_TEXT = re.compile(
     r"añadir al (?:carrito|cesta)|agregar al carrito|comprar|"
     r"aggiungi al carrello|acquista|"
     r"in (?:de )?winkel(?:wagen|mand)|bestellen|"
-    r"adicionar ao (?:carrinho|cesto)",
+    r"adicionar ao (?:carrinho|cesto)|"
+    # Scripts without blanks between words: Chinese, Japanese, Korean
+    r"加入購物車|加入购物车|立即購買|立即购买|我要購買|我要购买|直接購買|カートに入れる|カートに追加|今すぐ購入|"
+    r"장바구니 ?담기|바로 ?구매|구매하기|"
+    # Words of their own (_WORD): a short one ("kupi", "köp", "osta") is not read inside another ("kupon", "köpa")
+    + _WORD.format(
+        "|".join(
+            (
+                r"do košíka|do košíku|do koszyka|[uv] košari(?:cu|co)|kupi|kup teraz|koupit|kúpiť",  # sk cs pl hr sl
+                r"в корзину|у кошык|в кошик|kosárba|adaug[ăa] [îi]n co[șs]|sepete ekle",  # noqa: RUF001 (Cyrillic) ru be uk hu ro tr
+                r"lägg i varukorgen|köp|læg i (?:indkøbs)?kurv|køb|legg i handlekurven?|kjøp|lisää ostoskoriin|osta",
+                r"προσθήκη στο καλάθι|הוסף? לסל|הוספה לסל|أضف إلى السلة",  # el he ar
+            )
+        )
+    ),
     re.IGNORECASE,
 )
 _ADD_TO_CART_NAME = re.compile(
@@ -427,7 +442,11 @@ class _VisiblePage:
         return bool(_ADD_TO_CART_NAME.search(names) or (len(text) < 60 and _ADD_TO_CART_TEXT.search(text)))
 
     def anchors(self) -> list[int]:
-        return [self.position[e] for e in (self.heading, self.buy) if e is not None]
+        """Where the product's price is looked for: by its heading, else by its buy button. Not by both: the buy
+        button of a shop in a language the heuristic reads since (Slovak, Chinese, ...) moved two prices to one beside
+        it (a price with VAT for the one without; a box's price for a can's) and the heading's nearest was right."""
+        anchor = self.heading if self.heading is not None else self.buy
+        return [] if anchor is None else [self.position[anchor]]
 
     def price(self) -> Price | None:
         anchors = self.anchors()

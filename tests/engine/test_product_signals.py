@@ -37,6 +37,8 @@ SHOWN_OUT_OF_STOCK = "2c036dd02f"
 # "/itm/133588510845" ("eBay item number"); and Amazon's ASIN, where a label gives the maker's model number instead.
 ID_IN_ADDRESS = ("2d3e52568d", "https://www.ebay.it/itm/133588510845", "133588510845")
 ID_IN_ADDRESS_OVER_LABEL = ("2eca89a9c9", "https://www.amazon.fr/dp/B08LNDXM65", "B08LNDXM65")
+# A Slovak shop: no structured data, a "Do košíka" button by a price with VAT, the price without it by the heading.
+SLOVAK_BUY_BOX = "453f5cc079"
 
 
 def page_id(prefix: str) -> str:
@@ -109,6 +111,32 @@ def test_heuristic_takes_the_sku_from_the_pages_address_where_the_page_shows_it(
 )
 def test_address_id(url, text, found):
     assert address_id(url, text) == found
+
+
+def test_heuristic_reads_a_slovak_buy_box_its_price_by_the_heading():
+    found = extract_by_rules(real_page(page_id(SLOVAK_BUY_BOX)), product_schema("heuristic"))
+    # "Do košíka" is a buy button that can be pressed: in stock. The price by the heading, not the one by the button.
+    assert (found["availability"], found["price"], found["currency"]) == ("InStock", 4386.0, "EUR")
+
+
+@pytest.mark.parametrize(
+    ("button", "availability"),
+    [
+        ("<button>Do košíka</button>", "InStock"),  # sk
+        ("<button>Dodaj u košaricu</button>", "InStock"),  # hr
+        ("<a href='/cart/add'>Kupi</a>", "InStock"),  # hr, sl
+        ("<button>В корзину</button>", "InStock"),  # noqa: RUF001 (Cyrillic: ru)
+        ("<button>加入購物車</button>", "InStock"),  # zh
+        ("<a href='/order'>바로구매</a>", "InStock"),  # ko
+        ("<input type='submit' value='Lägg i varukorgen'>", "InStock"),  # sv
+        ("<button disabled>Do košíka</button>", None),  # cannot be pressed
+        ("<a href='/kupon'>Kupon</a>", None),  # a word that holds a buy word is not one
+        ("<a href='/shops'>Где купить?</a>", None),  # where to buy it: not a buy button
+    ],
+)
+def test_a_buy_button_in_several_languages_means_in_stock(button, availability):
+    tree = html.fromstring(f"<html><body><h1>Kettle</h1><p>29,99 €</p>{button}</body></html>")
+    assert heuristic_product(tree)["offers"].get("availability") == availability
 
 
 def test_heuristic_reads_out_of_stock_from_the_buy_box_of_a_german_page():
