@@ -438,7 +438,7 @@ class _VisiblePage:
         if element.tag == "input" and (element.get("type") or "").lower() not in ("submit", "button", "image"):
             return False
         names = " ".join(element.get(a) or "" for a in ("id", "class", "name", "data-action", "aria-label"))
-        text = element.get("value") or element.text_content()
+        text = " ".join((element.get("value") or element.text_content()).split())  # "Add  to Trolley" in markup
         return bool(_ADD_TO_CART_NAME.search(names) or (len(text) < 60 and _ADD_TO_CART_TEXT.search(text)))
 
     def anchors(self) -> list[int]:

@@ -122,6 +122,7 @@ def test_heuristic_reads_a_slovak_buy_box_its_price_by_the_heading():
 @pytest.mark.parametrize(
     ("button", "availability"),
     [
+        ("<button>Add\n          to   Trolley</button>", "InStock"),  # its words apart in the markup (Argos)
         ("<button>Do košíka</button>", "InStock"),  # sk
         ("<button>Dodaj u košaricu</button>", "InStock"),  # hr
         ("<a href='/cart/add'>Kupi</a>", "InStock"),  # hr, sl
