@@ -198,6 +198,7 @@ _ADD_TO_CART_NAME = re.compile(
     r"add[-_ ]?to[-_ ]?(?:cart|bag|basket)|buy[-_ ]?now|buy[-_ ]?box|addtocart", re.IGNORECASE
 )
 _CONTROLS = {"button", "input", "a"}
+_NAMING_TAGS = {"h2", "h3", "h4", "div", "span", "p", "strong", "b"}  # where a page without an h1 names its product
 
 # Labels followed by a value: "SKU: AB-123", "Item #123", "Art.-Nr. 4711", "EAN 4006381333931".
 _VALUE = r"[:#.]?\s*(?:[:#]\s*)?([A-Za-z0-9][A-Za-z0-9\-_./]{2,39})"
@@ -417,7 +418,7 @@ class _VisiblePage:
                 self.buy = element
             chunks.append(element.text or "")
         self.text = " ".join(" ".join(chunks).split())
-        main_heading = self._main_heading(tree)
+        main_heading = self._main_heading(tree) if self.heading is not None else self._title_shown(tree)
         if main_heading is not None:
             self.heading = main_heading
 
@@ -430,6 +431,21 @@ class _VisiblePage:
             _words(" ".join(tree.xpath("//title//text()") + tree.xpath("//meta[@property='og:title']/@content")))
         )
         return max(headings, key=lambda h: len(title & set(_words(h.text_content()))))
+
+    def _title_shown(self, tree: Any) -> Any:
+        """On a page without an h1, the first small element that shows the page's title (OpenGraph's, else its
+        <title>), or ten characters or more of it: the product's name, written as a heading or not (a Taiwanese shop
+        names its product in a <div>). None when none does."""
+        titles = tree.xpath("//meta[@property='og:title']/@content") or tree.xpath("//title//text()")[:1]
+        title = " ".join(" ".join(titles).split()).lower()
+        if len(title) < 10:
+            return None
+        for element in self.elements:
+            if element.tag in _NAMING_TAGS and len(element) <= 2:
+                text = " ".join(element.text_content().split()).lower()
+                if len(text) >= 10 and text in title:
+                    return element
+        return None
 
     @staticmethod
     def _is_buy(element: Any) -> bool:

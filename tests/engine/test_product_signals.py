@@ -238,6 +238,15 @@ def test_the_price_by_the_heading_wins_over_other_prices_and_a_struck_through_on
     assert (offer["price"], offer["priceCurrency"], offer["availability"]) == ("29.99", "EUR", "InStock")
 
 
+def test_a_page_without_an_h1_has_its_product_named_where_it_shows_its_title():
+    tree = html.fromstring("""<html><head><title>Kettle Pro 2000 | Kitchen Shop</title></head><body>
+    <div class="promo">Gift cards from € 5,00</div>
+    <div class="item-name">Kettle Pro 2000</div><div><span class="amount">€ 29,99</span></div></body></html>""")
+    found = heuristic_product(tree)
+    offer = found["offers"]
+    assert (found["name"], offer["price"], offer["priceCurrency"]) == ("Kettle Pro 2000", "29.99", "EUR")
+
+
 def test_a_page_without_heading_or_buy_button_gets_no_price_from_the_heuristic():
     tree = html.fromstring("<html><body><p>Gift cards from $25.00</p></body></html>")
     assert "offers" not in heuristic_product(tree)
