@@ -121,7 +121,7 @@ _PHRASES = {
         r"fora de estoque",
         r"sem stock",
     ],
-    "SoldOut": [r"sold out", r"ausverkauft", r"épuisé", r"venduto"],
+    "SoldOut": [r"sold out", r"ausverkauft", r"épuisé", r"tutto venduto"],  # "Venduto da" is "sold by"
     "PreOrder": [
         r"pre-?order",
         r"vorbestell(?:en|bar|ung)",

@@ -198,6 +198,8 @@ def test_meta_reads_og_tags_stray_itemprops_and_schema_org_rdfa():
         ("Producto agotado", "OutOfStock"),
         ("Disponibilità immediata", "InStock"),
         ("Prodotto esaurito", "OutOfStock"),
+        ("Tutto venduto", "SoldOut"),
+        ("Venduto da GlobalNetOnline e spedito da Amazon", None),  # "sold by": not sold out (Amazon.it)
         ("Op voorraad, morgen in huis", "InStock"),
         ("Helaas uitverkocht", "OutOfStock"),
         ("Em estoque", "InStock"),
