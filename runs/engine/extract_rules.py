@@ -8,13 +8,16 @@ A leaf field carries either
       "jsonld", "microdata": the page's structured data (extruct);
       "meta":      OpenGraph / product meta tags (product:price:amount, og:price:amount, product:availability,
                    product:retailer_item_id, ...), itemprop attributes outside any microdata item, schema.org RDFa;
-      "heuristic": what the page shows: the price nearest its main h1 and add-to-cart button (price-parser),
-                   availability phrases in several languages, values after labels such as SKU, Art.-Nr., EAN, MPN;
+      "heuristic": what the page shows: the price nearest its main h1, else its add-to-cart button (price-parser),
+                   availability phrases in several languages, values after labels such as SKU, Art.-Nr., EAN, MPN,
+                   the item's id in the page's address when the page shows it (as sku);
       "structured": jsonld, microdata, meta, heuristic in that order, field by field (the first that has a value
                    for the property wins; the later ones are read only when needed).
               meta and heuristic give one Product item (its Offer under "offers", also an item of its own) with the
               properties name, sku, gtin (gtin8..14 from itemprop/RDFa), mpn, brand.name, offers.price,
               offers.priceCurrency, offers.availability (a schema.org name such as InStock); see product_signals.
+              A path through a list takes the first value found, save an availability: of several offers (one per
+              size or seller), an orderable one if any is (_best_availability).
 A leaf may add "x-fallback": a list of such rules, tried in order when the first finds nothing.
 An array field with "x-selector" yields one item per match; its item schema's selectors are relative to it.
 Deterministic and free: no model is called. rule_problems() checks every rule of a schema before any page is
@@ -161,10 +164,16 @@ def _types(item: dict) -> list[str]:
     return [_SCHEMA_ORG.sub("", str(k)) for k in kinds]
 
 
+# Availabilities a buyer can order in, as schema.org names them (an enumeration URL's last part).
+_ORDERABLE = re.compile(r"(?:^|/)(?:InStock|LimitedAvailability|OnlineOnly|InStoreOnly)$")
+
+
 def _lookup(item: Any, path: list[str]) -> Any:
     if not path:
         return item
     if isinstance(item, list):
+        if path == ["availability"]:
+            return _best_availability(item)
         for element in item:
             found = _lookup(element, path)
             if found not in (None, "", []):
@@ -174,6 +183,15 @@ def _lookup(item: Any, path: list[str]) -> Any:
         return None
     container = item.get("properties") if isinstance(item.get("properties"), dict) else item
     return _lookup(container.get(path[0]), path[1:])
+
+
+def _best_availability(offers: list) -> Any:
+    """The availability of an item with several offers (one per size, colour or seller): one that can be ordered
+    if any can, else the first given. A shop lists its sizes in order, and its first is often sold out (Zalando: the
+    product read as OutOfStock while most of its sizes were in stock)."""
+    found = [value for offer in offers if (value := _lookup(offer, ["availability"])) not in (None, "", [])]
+    orderable = (value for value in found if isinstance(value, str) and _ORDERABLE.search(value.strip()))
+    return next(orderable, found[0] if found else None)
 
 
 def _plain(value: Any) -> Any:

@@ -6,6 +6,7 @@ JSON-LD, microdata, meta and the heuristics in that order, field by field."""
 from __future__ import annotations
 
 import gzip
+import json
 
 import pytest
 from lxml import html
@@ -37,6 +38,8 @@ SHOWN_OUT_OF_STOCK = "2c036dd02f"
 # "/itm/133588510845" ("eBay item number"); and Amazon's ASIN, where a label gives the maker's model number instead.
 ID_IN_ADDRESS = ("2d3e52568d", "https://www.ebay.it/itm/133588510845", "133588510845")
 ID_IN_ADDRESS_OVER_LABEL = ("2eca89a9c9", "https://www.amazon.fr/dp/B08LNDXM65", "B08LNDXM65")
+# A Zalando dress whose JSON-LD has one offer per size, the first sold out and later ones in stock.
+OFFER_PER_SIZE = "9d8d7e059e"
 # A Slovak shop: no structured data, a "Do košíka" button by a price with VAT, the price without it by the heading.
 SLOVAK_BUY_BOX = "453f5cc079"
 
@@ -151,6 +154,27 @@ def test_structured_takes_each_field_from_the_first_source_that_has_it():
     found = extract_by_rules(page, product_schema("structured"))
     # The price from the meta tags; the page declares no SKU anywhere, its "Product code" label gives it.
     assert found == {"price": 49.99, "currency": "EUR", "availability": "InStock", "sku": "12185160"}
+
+
+def test_an_item_with_several_offers_is_available_when_one_of_them_is():
+    found = extract_by_rules(real_page(page_id(OFFER_PER_SIZE)), product_schema("jsonld"))
+    assert (found["availability"], found["price"]) == ("InStock", 89.5)
+
+
+@pytest.mark.parametrize(
+    ("offers", "availability"),
+    [
+        (["OutOfStock", "InStock", "OutOfStock"], "InStock"),
+        (["SoldOut", "https://schema.org/LimitedAvailability"], "LimitedAvailability"),
+        (["OutOfStock", "SoldOut"], "OutOfStock"),  # none can be ordered: the first
+        ([None, "OutOfStock"], "OutOfStock"),
+    ],
+)
+def test_availability_across_offers(offers, availability):
+    listed = ", ".join(json.dumps({"@type": "Offer", **({"availability": value} if value else {})}) for value in offers)
+    page = f"""<html><head><script type="application/ld+json">{{"@context": "https://schema.org", "@type": "Product",
+    "name": "Mug", "offers": [{listed}]}}</script></head><body><h1>Mug</h1></body></html>"""
+    assert extract_by_rules(page, product_schema("jsonld"))["availability"] == availability
 
 
 def test_structured_prefers_json_ld_to_meta_tags_and_the_page():
