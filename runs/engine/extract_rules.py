@@ -17,7 +17,8 @@ A leaf field carries either
               properties name, sku, gtin (gtin8..14 from itemprop/RDFa), mpn, brand.name, offers.price,
               offers.priceCurrency, offers.availability (a schema.org name such as InStock); see product_signals.
               A path through a list takes the first value found, save an availability: of several offers (one per
-              size or seller), an orderable one if any is (_best_availability).
+              size or seller) or variants, an orderable one if any is (_best_availability); a price still comes from
+              the first offer that has one.
 A leaf may add "x-fallback": a list of such rules, tried in order when the first finds nothing.
 An array field with "x-selector" yields one item per match; its item schema's selectors are relative to it.
 Deterministic and free: no model is called. rule_problems() checks every rule of a schema before any page is
@@ -164,16 +165,16 @@ def _types(item: dict) -> list[str]:
     return [_SCHEMA_ORG.sub("", str(k)) for k in kinds]
 
 
-# Availabilities a buyer can order in, as schema.org names them (an enumeration URL's last part).
-_ORDERABLE = re.compile(r"(?:^|/)(?:InStock|LimitedAvailability|OnlineOnly|InStoreOnly)$")
+# Availabilities a buyer can order in, as schema.org names them (a URL's or a prefixed name's last part).
+_ORDERABLE = re.compile(r"(?:^|[:/])(?:instock|limitedavailability|onlineonly|instoreonly)/?$", re.IGNORECASE)
 
 
 def _lookup(item: Any, path: list[str]) -> Any:
     if not path:
         return item
     if isinstance(item, list):
-        if path == ["availability"]:
-            return _best_availability(item)
+        if path[-1] == "availability":
+            return _best_availability([_lookup(element, path) for element in item])
         for element in item:
             found = _lookup(element, path)
             if found not in (None, "", []):
@@ -185,13 +186,21 @@ def _lookup(item: Any, path: list[str]) -> Any:
     return _lookup(container.get(path[0]), path[1:])
 
 
-def _best_availability(offers: list) -> Any:
-    """The availability of an item with several offers (one per size, colour or seller): one that can be ordered
-    if any can, else the first given. A shop lists its sizes in order, and its first is often sold out (Zalando: the
-    product read as OutOfStock while most of its sizes were in stock)."""
-    found = [value for offer in offers if (value := _lookup(offer, ["availability"])) not in (None, "", [])]
-    orderable = (value for value in found if isinstance(value, str) and _ORDERABLE.search(value.strip()))
+def _best_availability(found: list) -> Any:
+    """The availability of an item read through a list (its offers, one per size, colour or seller; a product
+    group's variants): one that can be ordered if any can, else the first given. A shop lists its sizes in order, and
+    its first is often sold out (Zalando: the product read as OutOfStock while most of its sizes were in stock)."""
+    found = [value for value in found if value not in (None, "", [])]
+    orderable = (value for value in found if _ORDERABLE.search(_availability_name(value)))
     return next(orderable, found[0] if found else None)
+
+
+def _availability_name(value: Any) -> str:
+    """An availability value as text: "InStock" of "https://schema.org/InStock", ["InStock"], {"@id": ...}."""
+    value = _plain(value)
+    if isinstance(value, dict):
+        value = value.get("@id") or value.get("name") or ""
+    return value.strip() if isinstance(value, str) else ""
 
 
 def _plain(value: Any) -> Any:

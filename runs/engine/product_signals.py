@@ -181,17 +181,27 @@ _ADD_TO_CART_TEXT = re.compile(
     # Scripts without blanks between words: Chinese, Japanese, Korean
     r"加入購物車|加入购物车|立即購買|立即购买|我要購買|我要购买|直接購買|カートに入れる|カートに追加|今すぐ購入|"
     r"장바구니 ?담기|바로 ?구매|구매하기|"
-    # Words of their own (_WORD): a short one ("kupi", "köp", "osta") is not read inside another ("kupon", "köpa")
+    # Putting it in the cart, as words of their own (_WORD); not the cart's name alone, which a header's "Go to cart"
+    # link holds too ("Przejdź do koszyka", "Перейти в корзину")
     + _WORD.format(
         "|".join(
             (
-                r"do košíka|do košíku|do koszyka|[uv] košari(?:cu|co)|kupi|kup teraz|koupit|kúpiť",  # sk cs pl hr sl
-                r"в корзину|у кошык|в кошик|kosárba|adaug[ăa] [îi]n co[șs]|sepete ekle",  # noqa: RUF001 (Cyrillic) ru be uk hu ro tr
-                r"lägg i varukorgen|köp|læg i (?:indkøbs)?kurv|køb|legg i handlekurven?|kjøp|lisää ostoskoriin|osta",
-                r"προσθήκη στο καλάθι|הוסף? לסל|הוספה לסל|أضف إلى السلة",  # el he ar
+                r"(?:pridať|vložiť) do košíka|(?:přidat|vložit) do košíku|dodaj do koszyka|kup teraz",  # sk cs pl
+                r"dodaj [uv] košari(?:cu|co)|kosárba (?:teszem|tesz)",  # hr sl hu
+                r"adaug[ăa] [îi]n co[șs]|sepete ekle",  # ro tr
+                r"добавить в корзину|додати в кошик|дадаць у кошык",  # noqa: RUF001 (Cyrillic) ru uk be
+                r"lägg i varukorgen|köp nu|læg i (?:indkøbs)?kurv|køb nu|legg i handlekurven?|kjøp nå",  # sv da no
+                r"lisää ostoskoriin|osta nyt|προσθήκη στο καλάθι|הוסף? לסל|הוספה לסל|أضف إلى السلة",  # fi el he ar
             )
         )
     ),
+    re.IGNORECASE,
+)
+# A control whose whole text is one of these: the cart's name or a bare "buy" (a button "Do košíka", "Kupi", "Köp");
+# in a longer text they name other things ("Jak koupit", "Köp presentkort", "Tovább a kosárba").
+_BUY_ALONE = re.compile(
+    r"\W*(?:do košíka|do košíku|do koszyka|[uv] košari(?:cu|co)|kosárba|в корзину|у кошык|в кошик|"  # noqa: RUF001
+    r"kupi|kup|koupit|kúpiť|купить|купити|köp|køb|kjøp|osta)\W*",
     re.IGNORECASE,
 )
 _ADD_TO_CART_NAME = re.compile(
@@ -331,6 +341,10 @@ def labelled_values(text: str) -> dict[str, str]:
 
 # A run of letters and digits in an address: "B08LNDXM65" of "/dp/B08LNDXM65", "M67296549" of "M67296549.htm".
 _ADDRESS_RUN = re.compile(r"[A-Za-z0-9]*\d[A-Za-z0-9]*")
+_ID_KEY = re.compile(
+    r"p|pid|id|sku|item|itemid|item_id|product|productid|product_id|prod|prodid|art|article|artnr|code|ref",
+    re.IGNORECASE,
+)
 _PAGE_SUFFIX = re.compile(r"\.(?:s?html?|php|aspx?|jsp)$", re.IGNORECASE)
 
 
@@ -338,20 +352,26 @@ def address_id(url: str | None, text: str) -> str | None:
     """The product's id in its page's address, where text (the page's) shows it as a word of its own: a shop's own
     id for the item, which is what schema.org calls its sku ("/dp/B08LNDXM65" and "ASIN B08LNDXM65"; "/itm/
     133588510845" and "eBay item number: 133588510845"; "?pid=260591"). Of the address's runs of five or more
-    letters and digits, three or more of them digits (a year is not one), the last the page shows: the path's, then
-    the query's. A shown id comes before a labelled one: a label's value is often the maker's model number or a
-    variant's code. On the product-extraction set: sku F1 0.785 -> 0.835, both halves alike (0.810 -> 0.855 and 0.762
-    -> 0.815, ids in sorted order, even and odd places); without the text's word, a category's or a tracking code's id
-    would be taken."""
+    letters and digits, three or more of them digits (a year is not one), the last the page shows, reading the path
+    and then the query's values under a key that names an id. A shown id comes before a labelled one: a label's
+    value is often the maker's model number or a variant's code. On the product-extraction set: sku F1 0.785 ->
+    0.835, both halves alike (0.810 -> 0.855 and 0.762 -> 0.815, ids in sorted order, even and odd places); without
+    the text's word, a category's or a tracking code's id would be taken."""
     if not url:
         return None
-    address = urlsplit(url)
+    try:
+        address = urlsplit(url)
+    except ValueError:  # "http://[::1/p/12345": not an address to read
+        return None
     runs = [
         run
         for segment in address.path.split("/")
         for run in _ADDRESS_RUN.findall(_PAGE_SUFFIX.sub("", unquote(segment)))
     ]
-    runs += [run for _, value in parse_qsl(address.query) for run in _ADDRESS_RUN.findall(value)]
+    # A query's value only under a key that names an id ("?pid=260591"), never a tracking or filter one ("utm_id")
+    runs += [
+        run for key, value in parse_qsl(address.query) if _ID_KEY.fullmatch(key) for run in _ADDRESS_RUN.findall(value)
+    ]
     for run in reversed(runs):
         if len(run) >= 5 and sum(ch.isdigit() for ch in run) >= 3 and re.search(rf"(?<![\w-]){run}(?![\w-])", text):
             return run
@@ -433,19 +453,19 @@ class _VisiblePage:
         return max(headings, key=lambda h: len(title & set(_words(h.text_content()))))
 
     def _title_shown(self, tree: Any) -> Any:
-        """On a page without an h1, the first small element that shows the page's title (OpenGraph's, else its
-        <title>), or ten characters or more of it: the product's name, written as a heading or not (a Taiwanese shop
-        names its product in a <div>). None when none does."""
+        """On a page without an h1, the small element that shows most of the page's title (OpenGraph's, else its
+        <title>), ten characters of it or more, the first of the longest: the product's name, written as a heading or
+        not (a Taiwanese shop names its product in a <div>); not the shop's name that ends the title ("Blue Widget
+        3000 | Acme Shopping" and a logo's "Acme Shopping"). None when none does."""
         titles = tree.xpath("//meta[@property='og:title']/@content") or tree.xpath("//title//text()")[:1]
-        title = " ".join(" ".join(titles).split()).lower()
-        if len(title) < 10:
-            return None
+        title = " ".join(" ".join(str(part) for part in titles).split()).lower()
+        best, longest = None, 9
         for element in self.elements:
             if element.tag in _NAMING_TAGS and len(element) <= 2:
                 text = " ".join(element.text_content().split()).lower()
-                if len(text) >= 10 and text in title:
-                    return element
-        return None
+                if len(text) > longest and text in title:
+                    best, longest = element, len(text)
+        return best
 
     @staticmethod
     def _is_buy(element: Any) -> bool:
@@ -455,7 +475,11 @@ class _VisiblePage:
             return False
         names = " ".join(element.get(a) or "" for a in ("id", "class", "name", "data-action", "aria-label"))
         text = " ".join((element.get("value") or element.text_content()).split())  # "Add  to Trolley" in markup
-        return bool(_ADD_TO_CART_NAME.search(names) or (len(text) < 60 and _ADD_TO_CART_TEXT.search(text)))
+        return bool(
+            _ADD_TO_CART_NAME.search(names)
+            or (len(text) < 60 and _ADD_TO_CART_TEXT.search(text))
+            or _BUY_ALONE.fullmatch(text)
+        )
 
     def anchors(self) -> list[int]:
         """Where the product's price is looked for: by its heading, else by its buy button. Not by both: the buy

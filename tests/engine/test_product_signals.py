@@ -105,6 +105,8 @@ def test_heuristic_takes_the_sku_from_the_pages_address_where_the_page_shows_it(
         ("https://shop.test/p/blue-kettle-KT40711.html", "Blue kettle Item KT40711 in stock", "KT40711"),
         ("https://shop.test/store/122725?pid=260591", "Deal 260591 of store 122725", "260591"),  # the query's last
         ("https://shop.test/store/122725?pid=260591", "Deal of store 122725", "122725"),  # the last one shown
+        ("https://shop.test/p/KT40711?utm_id=99999", "Kettle KT40711 (99999)", "KT40711"),  # not a tracking id
+        ("http://[::1/p/KT40711", "Kettle KT40711", None),  # not an address that can be read
         ("https://shop.test/p/KT40711", "Blue kettle, in stock", None),  # the page does not show it
         ("https://shop.test/p/KT40711", "Blue kettle KT40711-B", None),  # only as part of another word
         ("https://shop.test/2024/11/kettle", "Since 2024: kettle 11", None),  # too short to be an id
@@ -135,6 +137,11 @@ def test_heuristic_reads_a_slovak_buy_box_its_price_by_the_heading():
         ("<input type='submit' value='Lägg i varukorgen'>", "InStock"),  # sv
         ("<button disabled>Do košíka</button>", None),  # cannot be pressed
         ("<a href='/kupon'>Kupon</a>", None),  # a word that holds a buy word is not one
+        ("<button>Köp</button>", "InStock"),  # sv: a bare "buy", the control's whole text
+        ("<button>Купить</button>", "InStock"),  # ru
+        ("<a href='/cart'>Przejdź do koszyka</a>", None),  # pl: "go to the cart", a header's link
+        ("<a href='/gift'>Köp presentkort</a>", None),  # sv: "buy a gift card"
+        ("<a href='/help'>Jak koupit</a>", None),  # cs: "how to buy"
         ("<a href='/shops'>Где купить?</a>", None),  # where to buy it: not a buy button
     ],
 )
@@ -168,6 +175,8 @@ def test_an_item_with_several_offers_is_available_when_one_of_them_is():
         (["SoldOut", "https://schema.org/LimitedAvailability"], "LimitedAvailability"),
         (["OutOfStock", "SoldOut"], "OutOfStock"),  # none can be ordered: the first
         ([None, "OutOfStock"], "OutOfStock"),
+        (["OutOfStock", "schema:InStock"], "schema:InStock"),  # however the name is written
+        (["OutOfStock", "instock"], "instock"),
     ],
 )
 def test_availability_across_offers(offers, availability):
@@ -175,6 +184,22 @@ def test_availability_across_offers(offers, availability):
     page = f"""<html><head><script type="application/ld+json">{{"@context": "https://schema.org", "@type": "Product",
     "name": "Mug", "offers": [{listed}]}}</script></head><body><h1>Mug</h1></body></html>"""
     assert extract_by_rules(page, product_schema("jsonld"))["availability"] == availability
+
+
+def test_a_product_groups_variants_are_available_when_one_of_them_is():
+    variants = [
+        {"@type": "Product", "offers": {"@type": "Offer", "availability": value}} for value in ("OutOfStock", "InStock")
+    ]
+    group = {"@context": "https://schema.org", "@type": "ProductGroup", "name": "Tee", "hasVariant": variants}
+    page = f'<html><head><script type="application/ld+json">{json.dumps(group)}</script></head><body></body></html>'
+    schema = {
+        "type": "object",
+        "x-type": "ProductGroup",
+        "properties": {
+            "availability": {"type": "string", "x-source": "jsonld", "x-property": "hasVariant.offers.availability"}
+        },
+    }
+    assert extract_by_rules(page, schema) == {"availability": "InStock"}
 
 
 def test_structured_prefers_json_ld_to_meta_tags_and_the_page():
@@ -266,7 +291,7 @@ def test_the_price_by_the_heading_wins_over_other_prices_and_a_struck_through_on
 
 def test_a_page_without_an_h1_has_its_product_named_where_it_shows_its_title():
     tree = html.fromstring("""<html><head><title>Kettle Pro 2000 | Kitchen Shop</title></head><body>
-    <div class="promo">Gift cards from € 5,00</div>
+    <div class="promo">Gift cards from € 5,00</div><span class="logo">Kitchen Shop</span>
     <div class="item-name">Kettle Pro 2000</div><div><span class="amount">€ 29,99</span></div></body></html>""")
     found = heuristic_product(tree)
     offer = found["offers"]
