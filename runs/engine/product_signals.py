@@ -481,21 +481,22 @@ class _VisiblePage:
             or _BUY_ALONE.fullmatch(text)
         )
 
-    def anchors(self) -> list[int]:
-        """Where the product's price is looked for: by its heading, else by its buy button. Not by both: the buy
-        button of a shop in a language the heuristic reads since (Slovak, Chinese, ...) moved two prices to one beside
-        it (a price with VAT for the one without; a box's price for a can's) and the heading's nearest was right."""
-        anchor = self.heading if self.heading is not None else self.buy
-        return [] if anchor is None else [self.position[anchor]]
+    def anchor(self) -> int | None:
+        """Where the product's price is looked for (its position): by its heading, else by its buy button. Not by
+        both: the buy button of a shop in a language the heuristic reads since (Slovak, Chinese, ...) moved two prices
+        to one beside it (a price with VAT for the one without; a box's price for a can's) and the heading's nearest
+        was right."""
+        element = self.heading if self.heading is not None else self.buy
+        return None if element is None else self.position[element]
 
     def price(self) -> Price | None:
-        anchors = self.anchors()
-        if not anchors:
+        anchor = self.anchor()
+        if anchor is None:
             return None
         best: tuple[float, Price] | None = None
         for element, price in self._prices():
             position = self.position[element]
-            distance = min(abs(position - anchor) for anchor in anchors)
+            distance = abs(position - anchor)
             if distance > _NEAR:
                 continue
             score = float(distance)
