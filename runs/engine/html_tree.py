@@ -65,7 +65,40 @@ def parse(page_html: str | None, *, as_written: bool = False):
             tree = lxml_html.fromstring(page_html.encode("utf-8", "surrogatepass"), parser=_parser())
     except (ValueError, etree.ParserError):
         return None
-    return _flattened(tree)
+    return _streamed_in_place(_flattened(tree))
+
+
+# React's streaming server rendering (React 18+, Next.js's app router) writes a part that was not ready when the page's
+# start was sent at the end of the body, in <div hidden id="S:n">, and a script of the page ($RS, $RC) moves it to the
+# place held for it, <template id="P:n"> (a segment) or <template id="B:n"> (a Suspense boundary). A browser shows
+# the part there; read as sent (a page fetched over HTTP, a saved page), it was a hidden block at the end and dropped.
+_STREAMED_PARTS = etree.XPath("//div[@hidden][starts-with(@id, 'S:')]")
+_PLACES_HELD = etree.XPath("//template[starts-with(@id, 'P:') or starts-with(@id, 'B:')]")
+
+
+def _streamed_in_place(tree):
+    """tree with each streamed part (a hidden <div id="S:n">) moved to the place held for it, as React's script does
+    once the page runs; a part with no such place stays where it is. A boundary's fallback (a spinner, a skeleton) is
+    not taken out: the comments that end it are not in the tree."""
+    parts = _STREAMED_PARTS(tree)
+    if not parts:
+        return tree
+    places = {place.get("id")[2:]: place for place in _PLACES_HELD(tree)}
+    for part in parts:
+        place = places.get(part.get("id")[2:])
+        if place is None or place.getparent() is None:
+            continue
+        parent, at = place.getparent(), place.getparent().index(place)
+        if part.text and part.text.strip():
+            before = place.getprevious()
+            if before is None:
+                parent.text = (parent.text or "") + part.text
+            else:
+                before.tail = (before.tail or "") + part.text
+        parent[at:at] = list(part)  # moved, not copied: a part may hold the place of a part moved after it
+        place.drop_tree()
+        part.drop_tree()
+    return tree
 
 
 # Elements this deep (the root is 1) hold their text without their markup. Past depth 256 libxml2 stopped parsing

@@ -20,6 +20,7 @@ import pytest
 from lxml import html as lxml_html
 from markdown_it import MarkdownIt
 
+from runs.engine.html_tree import parse
 from runs.engine.markdown import convert, main_content, main_region
 from runs.engine.markdown_cleanup import (
     without_controls,
@@ -199,6 +200,64 @@ def test_hidden_tab_and_accordion_panels_stay_and_other_hidden_blocks_do_not():
     text = region_words(page)
     assert "french press steep the coarse grounds" in text and "cold brew steeps" in text
     assert "sign in to see your saved" not in text
+
+
+def test_a_disclosures_hidden_panel_is_content_and_a_hidden_block_no_button_opens_is_not():
+    page = """<html><body><main><h1>Executive chair</h1><p>A leather chair with a tall back and a tilt lock.</p>
+      <button aria-expanded="false" aria-controls="panel-1">Specifications</button>
+      <div id="panel-1" style="display:none"><p>Seat height twenty inches, weight capacity 275 pounds.</p></div>
+      <button aria-expanded="true" aria-controls="panel-2">Care</button>
+      <div id="panel-2"><p>Spot clean the leather with a damp cloth.</p></div>
+      <div id="panel-3" style="display:none"><p>Sign in to see your saved chairs.</p></div>
+    </main></body></html>"""
+    text = region_words(page)
+    assert "seat height twenty inches" in text and "spot clean the leather" in text
+    assert "sign in to see your saved" not in text
+
+
+def test_a_disclosures_panel_on_a_real_page_is_kept():
+    # figma.com: the section on Figma Make is a panel that a button with aria-expanded opens (its aria-controls names
+    # the panel), hidden until then and named by nothing that says tab or accordion
+    html, truth = dev_page("2833")
+    snippet = "Drop a design file into Figma Make and chat with AI"
+    assert words(snippet) in words(truth["ground_truth"]["main_content"])
+    assert words(snippet) in main_words(html, truth["url"])
+
+
+def test_a_streamed_part_of_a_react_page_is_read_where_the_browser_shows_it():
+    # React's streaming rendering sends a part that was not ready at the body's end, hidden, and a script moves it
+    # to the template that holds its place; read as sent, it was a hidden block after the footer
+    page = """<html><body><main><h1>Cloud stocks</h1><p>Why cloud computing keeps growing this decade.</p>
+      <template id="B:0"></template><p>The closing thoughts on the sector come after the list.</p></main>
+      <footer><p>Copyright the publisher</p></footer>
+      <div hidden id="S:0"><h2>Stocks to watch</h2><p>Salesforce bought Slack to lead remote work tools.</p>
+      <template id="P:1"></template></div>
+      <div hidden id="S:1"><p>Snowflake pioneered new ways to share data.</p></div>
+      <div hidden id="S:7"><p>A part whose place is not in the page.</p></div></body></html>"""
+    tree = parse(page)
+    main = tree.find(".//main")
+    assert [element.tag for element in main] == ["h1", "p", "h2", "p", "p", "p"]
+    assert words(" ".join(main.itertext())) == words(
+        "Cloud stocks Why cloud computing keeps growing this decade. Stocks to watch Salesforce bought Slack to lead"
+        " remote work tools. Snowflake pioneered new ways to share data. The closing thoughts on the sector come"
+        " after the list."
+    )
+    assert tree.xpath("//div[@hidden]/@id") == ["S:7"]  # no place held for it: left where it was
+    text = main_words(page, "https://example.com/cloud-stocks")
+    assert "stocks to watch salesforce bought slack" in text and "snowflake pioneered" in text
+
+
+@pytest.mark.parametrize(
+    ("page_id", "snippet"),
+    [
+        ("2838", "Intuitive infrastructure to scale any app or agent"),  # render.com: the headline is streamed
+        ("4503", "Rule of 110 is used to determine how much of your portfolio"),  # fool.com: an article's sections
+    ],
+)
+def test_a_real_react_pages_streamed_parts_are_in_its_main_content(page_id, snippet):
+    html, truth = dev_page(page_id)
+    assert words(snippet) in words(truth["ground_truth"]["main_content"])
+    assert words(snippet) in main_words(html, truth["url"])
 
 
 @pytest.mark.parametrize("page_id", ["0205", "4296"])  # a news site's rental listing; a shop's sneaker collection
