@@ -175,10 +175,14 @@ class _Converter(MarkdownConverter):
     def convert_video(self, el, text, parent_tags):
         """A video's text (its fallback for old browsers, or the blanks between its <source> tags) on one line: as an
         image's alt text, markdownify wrote its line breaks ("[![\\n\\n](poster.jpg)](video.webm)"). Inside a link, that
-        text alone, as for a link inside a link (convert_a)."""
+        text alone, as for a link inside a link (convert_a). A video with neither text nor poster is named by its
+        title, else "Video": markdownify wrote "[](clip.mp4)", a link a reader cannot see."""
+        text = " ".join(text.split())
         if "a" in parent_tags:
-            return " ".join(text.split())
-        return super().convert_video(el, " ".join(text.split()), parent_tags)
+            return text
+        if not text and not el.get("poster"):
+            text = " ".join((el.get("title") or "Video").split())
+        return super().convert_video(el, text, parent_tags)
 
     def escape(self, text, parent_tags):
         """markdownify escapes every underscore ("max\\_retries", "Director\\_Oh"): noise in the text a reader or a

@@ -1011,6 +1011,18 @@ def test_a_video_is_one_markdown_link_to_its_source_with_its_poster_as_the_image
     )
 
 
+def test_a_video_with_neither_text_nor_poster_is_a_link_a_reader_sees():
+    page = (
+        "<html><body><h1>Deck</h1><p>How it folds.</p><video src='/fold.mp4'></video>"
+        "<video src='/open.mp4' title='Opening the deck'> </video><video><source src='/c.mp4'>"
+        "</video></body></html>"
+    )
+    assert convert(page, main_content_only=False, url="https://x.example/").markdown == (
+        "# Deck\n\nHow it folds.\n\n[Video](https://x.example/fold.mp4)[Opening the deck](https://x.example/open.mp4)"
+        "[Video](https://x.example/c.mp4)\n"
+    )
+
+
 def test_an_accordions_parts_named_header_are_content():
     """technologyadvice.com's review of accounting software (Kadence blocks): each product's pricing and its questions
     and answers are in accordions named "kt-accordion-wrap ... kt-pane-header-alignment-left"; "header" there names
