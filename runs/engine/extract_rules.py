@@ -16,9 +16,9 @@ A leaf field carries either
               meta and heuristic give one Product item (its Offer under "offers", also an item of its own) with the
               properties name, sku, gtin (gtin8..14 from itemprop/RDFa), mpn, brand.name, offers.price,
               offers.priceCurrency, offers.availability (a schema.org name such as InStock); see product_signals.
-              A path through a list takes the first value found, save an availability: of several offers (one per
-              size or seller) or variants, an orderable one if any is (_best_availability); a price still comes from
-              the first offer that has one.
+              A path through a list (several offers, one per size or seller; a product group's variants) reads
+              the orderable elements first (_orderable): the price is one a buyer can pay, from the offer whose
+              availability is given; an availability is an orderable one if any is (_best_availability).
 A leaf may add "x-fallback": a list of such rules, tried in order when the first finds nothing.
 An array field with "x-selector" yields one item per match; its item schema's selectors are relative to it.
 Deterministic and free: no model is called. rule_problems() checks every rule of a schema before any page is
@@ -175,7 +175,7 @@ def _lookup(item: Any, path: list[str]) -> Any:
     if isinstance(item, list):
         if path[-1] == "availability":
             return _best_availability([_lookup(element, path) for element in item])
-        for element in item:
+        for element in sorted(item, key=lambda element: not _orderable(element)):  # stable: else in the page's order
             found = _lookup(element, path)
             if found not in (None, "", []):
                 return found
@@ -184,6 +184,15 @@ def _lookup(item: Any, path: list[str]) -> Any:
         return None
     container = item.get("properties") if isinstance(item.get("properties"), dict) else item
     return _lookup(container.get(path[0]), path[1:])
+
+
+def _orderable(element: Any) -> bool:
+    """Whether an element of a list (an offer, a variant and its offers) can be ordered by its availability. A
+    marketplace lists a sold-out seller's offer first: its price is not one a buyer can pay."""
+    for path in (["availability"], ["offers", "availability"]):
+        if _ORDERABLE.search(_availability_name(_lookup(element, path))):
+            return True
+    return False
 
 
 def _best_availability(found: list) -> Any:

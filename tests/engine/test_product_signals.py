@@ -186,6 +186,26 @@ def test_availability_across_offers(offers, availability):
     assert extract_by_rules(page, product_schema("jsonld"))["availability"] == availability
 
 
+@pytest.mark.parametrize(
+    ("offers", "expected"),
+    [
+        # a marketplace: the first seller is sold out, the second sells it for less, in another currency
+        ([("OutOfStock", "30.00", "EUR"), ("InStock", "25.00", "USD")], (25.0, "USD", "InStock")),
+        ([("OutOfStock", "30.00", "EUR"), ("SoldOut", "25.00", "USD")], (30.0, "EUR", "OutOfStock")),  # the first
+        ([(None, "30.00", "EUR"), ("InStock", "25.00", "EUR")], (25.0, "EUR", "InStock")),
+    ],
+)
+def test_an_items_price_comes_from_an_offer_that_can_be_ordered(offers, expected):
+    listed = [
+        {"@type": "Offer", "price": price, "priceCurrency": currency, **({"availability": value} if value else {})}
+        for value, price, currency in offers
+    ]
+    product = {"@context": "https://schema.org", "@type": "Product", "name": "Mug", "offers": listed}
+    page = f'<html><head><script type="application/ld+json">{json.dumps(product)}</script></head><body></body></html>'
+    found = extract_by_rules(page, product_schema("jsonld"))
+    assert (found["price"], found["currency"], found["availability"]) == expected
+
+
 def test_a_product_groups_variants_are_available_when_one_of_them_is():
     variants = [
         {"@type": "Product", "offers": {"@type": "Offer", "availability": value}} for value in ("OutOfStock", "InStock")
